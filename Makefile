@@ -1,0 +1,179 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# metadef: top-level build.
+#
+#   make                 module + library + tools + selftests
+#   make check           deps + host + vm + debug tiers, one summary line
+#   make demo            boot a VM, load the module, show what it does
+#   make bench           benchmarks (not part of check)
+#   make install         library, headers, pkg-config file, tools
+#   make modules_install metadef.ko for modprobe
+#
+# Variables: KDIR (kernel build tree; default: tools/kdir), PREFIX, DESTDIR,
+# CC, CFLAGS, BUILD (directory for user-space objects, default build/).
+
+VERSION		:= 0.1.0
+SOVERSION	:= 0
+
+PREFIX		?= /usr/local
+LIBDIR		?= $(PREFIX)/lib
+INCLUDEDIR	?= $(PREFIX)/include
+BINDIR		?= $(PREFIX)/bin
+PKGCONFIGDIR	?= $(LIBDIR)/pkgconfig
+DESTDIR		?=
+
+KDIR		?= $(shell tools/kdir)
+BUILD		?= build
+B		:= $(BUILD)
+
+CC		?= cc
+AR		?= ar
+CFLAGS		?= -O2 -g
+MD_CFLAGS	:= -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE \
+		   -Iinclude -Iinclude/uapi -DMD_VERSION='"$(VERSION)"' -MMD -MP
+LIB_CFLAGS	:= $(MD_CFLAGS) -fPIC -fvisibility=hidden
+TEST_CFLAGS	:= $(MD_CFLAGS) -I$(B)/ksft -Wno-unused-parameter -Wno-sign-compare -pthread
+PTHREAD		:= -pthread
+
+# ---------------------------------------------------------------- library
+
+LIB_SRCS	:= $(wildcard lib/*.c)
+LIB_OBJS	:= $(LIB_SRCS:%.c=$(B)/%.o)
+LIB_A		:= $(B)/libmetadef.a
+LIB_SO		:= $(B)/libmetadef.so.$(VERSION)
+LIB_SONAME	:= libmetadef.so.$(SOVERSION)
+
+# ---------------------------------------------------------------- tools
+
+TOOLS		:= $(B)/bin/metadefctl
+
+# ---------------------------------------------------------------- selftests
+
+# kselftests: run inside the VM tiers, against the module.
+KSFT_SRCS	:= $(wildcard selftests/kmod/*_test.c)
+KSFT_BINS	:= $(KSFT_SRCS:selftests/kmod/%.c=$(B)/selftests/kmod/%)
+# host tests: the library, natively.
+HOST_SRCS	:= $(wildcard selftests/lib/*_test.c)
+HOST_BINS	:= $(HOST_SRCS:selftests/lib/%.c=$(B)/selftests/lib/%)
+KSFT_HDR	:= $(B)/ksft/kselftest_harness.h
+
+.PHONY: all module lib tools selftests selftests-kmod selftests-host check check-host check-vm \
+	check-debug demo bench install modules_install clean deps help
+
+all: module lib tools selftests
+
+help:
+	@sed -n '3,14p' Makefile | sed 's/^# \{0,1\}//'
+
+deps:
+	tools/deps.sh all
+
+module:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+lib: $(LIB_A) $(LIB_SO) $(B)/metadef.pc
+
+tools: $(TOOLS)
+
+selftests: selftests-kmod selftests-host
+
+selftests-kmod: $(KSFT_BINS)
+
+selftests-host: $(HOST_BINS)
+
+$(B)/lib/%.o: lib/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LIB_CFLAGS) -c -o $@ $<
+
+$(LIB_A): $(LIB_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(LIB_SO): $(LIB_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,$(LIB_SONAME) -o $@ $^ $(PTHREAD)
+	ln -sf $(notdir $@) $(B)/$(LIB_SONAME)
+	ln -sf $(LIB_SONAME) $(B)/libmetadef.so
+
+$(B)/metadef.pc: Makefile
+	@mkdir -p $(@D)
+	printf '%s\n' \
+		'prefix=$(PREFIX)' \
+		'libdir=$(LIBDIR)' \
+		'includedir=$(INCLUDEDIR)' \
+		'' \
+		'Name: metadef' \
+		'Description: device memory planning, pools and isolation for accelerators' \
+		'Version: $(VERSION)' \
+		'Libs: -L$${libdir} -lmetadef' \
+		'Libs.private: -pthread' \
+		'Cflags: -I$${includedir}' >$@
+
+# Tools link the static library: they run from the build tree and inside
+# the VM without an installed libmetadef.
+$(B)/bin/metadefctl: $(wildcard tools/metadefctl/*.c) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(PTHREAD)
+
+$(KSFT_HDR):
+	tools/ksft-headers $(B)/ksft
+
+$(B)/selftests/kmod/%: selftests/kmod/%.c $(KSFT_HDR) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) -o $@ $< $(LIB_A)
+
+$(B)/selftests/lib/%: selftests/lib/%.c $(KSFT_HDR) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) -Ilib -o $@ $< $(LIB_A)
+
+# ---------------------------------------------------------------- tests
+
+# Every tier writes RESULT lines to $(B)/results/<tier>.txt; tools/check
+# runs them all and prints the one summary line.
+check:
+	tools/check all
+
+check-host:
+	tools/check host
+
+check-vm:
+	tools/check vm
+
+check-debug:
+	tools/check debug
+
+demo:
+	tools/demo
+
+bench:
+	@echo "bench: no benchmarks yet"
+
+# ---------------------------------------------------------------- install
+
+install: lib tools
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+		$(DESTDIR)$(INCLUDEDIR)/metadef $(DESTDIR)$(INCLUDEDIR)/linux \
+		$(DESTDIR)$(BINDIR)
+	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
+	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libmetadef.so
+	install -m 644 include/metadef/*.h $(DESTDIR)$(INCLUDEDIR)/metadef/
+	install -m 644 include/uapi/linux/metadef.h $(DESTDIR)$(INCLUDEDIR)/linux/
+	install -m 644 $(B)/metadef.pc $(DESTDIR)$(PKGCONFIGDIR)/
+	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/
+
+modules_install:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules_install
+	depmod -A $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
+		$(KDIR)/include/generated/utsrelease.h) 2>/dev/null || true
+
+clean:
+	rm -rf $(B)
+	$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null || \
+		find kmod \( -name '*.o' -o -name '*.ko' -o -name '*.mod*' \
+			-o -name '.*.cmd' -o -name 'modules.order' \) -delete
+	rm -f Module.symvers modules.order
+
+-include $(LIB_OBJS:.o=.d) $(wildcard $(B)/selftests/*/*.d $(B)/bin/*.d)

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The ioctl dispatcher and one handler per command.
+ *
+ * The dispatcher owns the uAPI rules shared by every command: it finds the
+ * command in a table (unknown: -ENOTTY), copies the argument in with the
+ * size the caller was compiled with (shorter: zero-filled; longer: the extra
+ * bytes must be zero), runs the handler on the kernel copy, and copies the
+ * result back truncated to the caller's size. Handlers only validate their
+ * own fields and never touch user memory.
+ */
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/uaccess.h>
+
+#include "metadef.h"
+
+/* Largest argument of any command: the dispatcher's on-stack buffer. */
+#define MD_IOCTL_MAX_SIZE 256
+
+int md_info_check(const struct metadef_info *info)
+{
+	size_t i;
+
+	if (info->flags)
+		return -EINVAL;
+	for (i = 0; i < ARRAY_SIZE(info->reserved); i++)
+		if (info->reserved[i])
+			return -EINVAL;
+	return 0;
+}
+MD_EXPORT_FOR_TESTS(md_info_check);
+
+void md_info_fill(struct md_domain *dom, struct metadef_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->abi_version = METADEF_ABI_VERSION;
+	info->page_size = PAGE_SIZE;
+	info->pool_size = dom->dev->pool_size;
+	info->domain_id = dom->id;
+}
+MD_EXPORT_FOR_TESTS(md_info_fill);
+
+static int md_ioctl_info(struct md_domain *dom, void *arg)
+{
+	struct metadef_info *info = arg;
+	int ret;
+
+	ret = md_info_check(info);
+	if (ret)
+		return ret;
+	md_info_fill(dom, info);
+	return 0;
+}
+
+static const struct md_ioctl_desc md_ioctls[] = {
+	{
+		.cmd = METADEF_IOC_INFO,
+		.name = "INFO",
+		.min_size = sizeof(struct metadef_info),
+		.handler = md_ioctl_info,
+	},
+};
+
+/*
+ * Find the table entry for @cmd. Type, number and direction must match;
+ * the size may differ from the current one (older or newer callers) but
+ * not drop below the first version's size nor exceed what we can buffer.
+ */
+const struct md_ioctl_desc *md_ioctl_lookup(unsigned int cmd)
+{
+	unsigned int usize = _IOC_SIZE(cmd);
+	size_t i;
+
+	if (_IOC_TYPE(cmd) != METADEF_IOC_MAGIC)
+		return NULL;
+
+	for (i = 0; i < ARRAY_SIZE(md_ioctls); i++) {
+		const struct md_ioctl_desc *d = &md_ioctls[i];
+
+		if (_IOC_NR(d->cmd) != _IOC_NR(cmd) ||
+		    _IOC_DIR(d->cmd) != _IOC_DIR(cmd))
+			continue;
+		if (usize < d->min_size || usize > MD_IOCTL_MAX_SIZE)
+			return NULL;
+		return d;
+	}
+	return NULL;
+}
+MD_EXPORT_FOR_TESTS(md_ioctl_lookup);
+
+long md_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct md_domain *dom = file->private_data;
+	void __user *uarg = (void __user *)arg;
+	const struct md_ioctl_desc *d;
+	unsigned int usize, ksize;
+	u8 buf[MD_IOCTL_MAX_SIZE] __aligned(8);
+	int ret;
+
+	d = md_ioctl_lookup(cmd);
+	if (!d)
+		return -ENOTTY;
+
+	usize = _IOC_SIZE(cmd);
+	ksize = _IOC_SIZE(d->cmd);
+	BUILD_BUG_ON(sizeof(struct metadef_info) > MD_IOCTL_MAX_SIZE);
+
+	memset(buf, 0, ksize);
+	if (_IOC_DIR(cmd) & _IOC_WRITE) {
+		/* Newer callers' extra bytes must all be zero. */
+		ret = copy_struct_from_user(buf, ksize, uarg, usize);
+		if (ret == -E2BIG)
+			return -EINVAL;
+		if (ret)
+			return ret;
+	}
+
+	ret = d->handler(dom, buf);
+	if (ret)
+		return ret;
+
+	if (_IOC_DIR(cmd) & _IOC_READ) {
+		/* A newer caller's tail is zeroed, an older one truncated. */
+		if (copy_to_user(uarg, buf, min(usize, ksize)))
+			return -EFAULT;
+		if (usize > ksize && clear_user(uarg + ksize, usize - ksize))
+			return -EFAULT;
+	}
+	return 0;
+}

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit: the ioctl dispatcher's table lookup and the INFO command's
+ * validation, exercised through the symbols metadef.ko exports for tests.
+ */
+#include <kunit/test.h>
+#include <linux/sizes.h>
+#include <linux/module.h>
+
+#include "metadef.h"
+
+static void lookup_info(struct kunit *test)
+{
+	const struct md_ioctl_desc *d = md_ioctl_lookup(METADEF_IOC_INFO);
+
+	KUNIT_ASSERT_NOT_NULL(test, d);
+	KUNIT_EXPECT_STREQ(test, d->name, "INFO");
+	KUNIT_EXPECT_EQ(test, d->cmd, METADEF_IOC_INFO);
+}
+
+static void lookup_wrong_type_nr_dir(struct kunit *test)
+{
+	/* Another driver's magic with our number. */
+	KUNIT_EXPECT_NULL(test, md_ioctl_lookup(_IOWR('x', 0x00,
+					struct metadef_info)));
+	/* Our magic, a number nobody defined. */
+	KUNIT_EXPECT_NULL(test, md_ioctl_lookup(_IOWR(METADEF_IOC_MAGIC, 0x7f,
+					struct metadef_info)));
+	/* Right number, wrong direction. */
+	KUNIT_EXPECT_NULL(test, md_ioctl_lookup(_IOR(METADEF_IOC_MAGIC, 0x00,
+					struct metadef_info)));
+	KUNIT_EXPECT_NULL(test, md_ioctl_lookup(_IO(METADEF_IOC_MAGIC, 0x00)));
+}
+
+static void lookup_sizes(struct kunit *test)
+{
+	unsigned int base = sizeof(struct metadef_info);
+
+	/* Shorter than the first version: not a metadef caller. */
+	KUNIT_EXPECT_NULL(test, md_ioctl_lookup(_IOC(_IOC_READ | _IOC_WRITE,
+		METADEF_IOC_MAGIC, 0x00, base - 8)));
+	/* A newer caller with a longer struct is dispatched. */
+	KUNIT_EXPECT_NOT_NULL(test, md_ioctl_lookup(_IOC(_IOC_READ | _IOC_WRITE,
+		METADEF_IOC_MAGIC, 0x00, base + 64)));
+	/* But not one larger than the dispatcher can buffer. */
+	KUNIT_EXPECT_NULL(test, md_ioctl_lookup(_IOC(_IOC_READ | _IOC_WRITE,
+		METADEF_IOC_MAGIC, 0x00, 4096)));
+}
+
+static void info_check_reserved(struct kunit *test)
+{
+	struct metadef_info info = {};
+	size_t i;
+
+	KUNIT_EXPECT_EQ(test, md_info_check(&info), 0);
+
+	info.flags = 1;
+	KUNIT_EXPECT_EQ(test, md_info_check(&info), -EINVAL);
+	info.flags = 0;
+
+	for (i = 0; i < ARRAY_SIZE(info.reserved); i++) {
+		info.reserved[i] = 1ULL << 63;
+		KUNIT_EXPECT_EQ(test, md_info_check(&info), -EINVAL);
+		info.reserved[i] = 0;
+	}
+}
+
+static void info_fill(struct kunit *test)
+{
+	struct md_device mdev = { .pool_size = SZ_16M };
+	struct md_domain dom = { .dev = &mdev, .id = 42 };
+	struct metadef_info info;
+
+	memset(&info, 0xa5, sizeof(info));
+	md_info_fill(&dom, &info);
+	KUNIT_EXPECT_EQ(test, info.abi_version, METADEF_ABI_VERSION);
+	KUNIT_EXPECT_EQ(test, info.page_size, (u32)PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, info.pool_size, (u64)SZ_16M);
+	KUNIT_EXPECT_EQ(test, info.domain_id, 42u);
+	KUNIT_EXPECT_EQ(test, info.flags, 0u);
+	/* Output reserved fields are zero, not stale input. */
+	KUNIT_EXPECT_EQ(test, md_info_check(&info), 0);
+}
+
+static struct kunit_case md_ioctl_cases[] = {
+	KUNIT_CASE(lookup_info),
+	KUNIT_CASE(lookup_wrong_type_nr_dir),
+	KUNIT_CASE(lookup_sizes),
+	KUNIT_CASE(info_check_reserved),
+	KUNIT_CASE(info_fill),
+	{}
+};
+
+static struct kunit_suite md_ioctl_suite = {
+	.name = "metadef_ioctl",
+	.test_cases = md_ioctl_cases,
+};
+
+kunit_test_suite(md_ioctl_suite);
+
+MODULE_IMPORT_NS(METADEF_KUNIT);
+MODULE_DESCRIPTION("KUnit suites for metadef.ko");
+MODULE_LICENSE("GPL");

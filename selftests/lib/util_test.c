@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Host unit tests: size parsing and formatting.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <metadef/metadef.h>
+
+#include "kselftest_harness.h"
+
+TEST(parse_size_plain_and_suffixes)
+{
+	uint64_t v = 0;
+
+	ASSERT_EQ(0, md_parse_size("4096", &v));
+	EXPECT_EQ(4096, v);
+	ASSERT_EQ(0, md_parse_size("0", &v));
+	EXPECT_EQ(0, v);
+	ASSERT_EQ(0, md_parse_size("64K", &v));
+	EXPECT_EQ(64 << 10, v);
+	ASSERT_EQ(0, md_parse_size("64m", &v));
+	EXPECT_EQ(64 << 20, v);
+	ASSERT_EQ(0, md_parse_size("64MiB", &v));
+	EXPECT_EQ(64 << 20, v);
+	ASSERT_EQ(0, md_parse_size("3GB", &v));
+	EXPECT_EQ(3ULL << 30, v);
+	ASSERT_EQ(0, md_parse_size("512B", &v));
+	EXPECT_EQ(512, v);
+	ASSERT_EQ(0, md_parse_size("15E", &v));
+	EXPECT_EQ(15ULL << 60, v);
+}
+
+TEST(parse_size_rejects_junk)
+{
+	uint64_t v = 7;
+
+	EXPECT_EQ(-EINVAL, md_parse_size("", &v));
+	EXPECT_EQ(-EINVAL, md_parse_size("-1", &v));
+	EXPECT_EQ(-EINVAL, md_parse_size("+1", &v));
+	EXPECT_EQ(-EINVAL, md_parse_size(" 1", &v));
+	EXPECT_EQ(-EINVAL, md_parse_size("1 ", &v));
+	EXPECT_EQ(-EINVAL, md_parse_size("1X", &v));
+	EXPECT_EQ(-EINVAL, md_parse_size("1KK", &v));
+	EXPECT_EQ(-EINVAL, md_parse_size("K", &v));
+	EXPECT_EQ(-EINVAL, md_parse_size("1.5M", &v));
+	EXPECT_EQ(-EINVAL, md_parse_size(NULL, &v));
+	EXPECT_EQ(7, v);	/* untouched on error */
+}
+
+TEST(parse_size_overflow)
+{
+	uint64_t v = 7;
+
+	ASSERT_EQ(0, md_parse_size("18446744073709551615", &v));
+	EXPECT_EQ(UINT64_MAX, v);
+	EXPECT_EQ(-ERANGE, md_parse_size("18446744073709551616", &v));
+	EXPECT_EQ(-ERANGE, md_parse_size("16E", &v));
+	EXPECT_EQ(-ERANGE, md_parse_size("17179869184G", &v));
+	ASSERT_EQ(0, md_parse_size("17179869183G", &v));
+}
+
+TEST(format_size)
+{
+	char buf[32];
+
+	EXPECT_STREQ("0 B", md_format_size(0, buf, sizeof(buf)));
+	EXPECT_STREQ("1023 B", md_format_size(1023, buf, sizeof(buf)));
+	EXPECT_STREQ("1 KiB", md_format_size(1024, buf, sizeof(buf)));
+	EXPECT_STREQ("64 MiB", md_format_size(64ULL << 20, buf, sizeof(buf)));
+	EXPECT_STREQ("1.50 GiB", md_format_size(3ULL << 29, buf, sizeof(buf)));
+	EXPECT_STREQ("16.00 EiB", md_format_size(UINT64_MAX, buf, sizeof(buf)));
+	/* Truncated, still terminated. */
+	EXPECT_STREQ("64 ", md_format_size(64ULL << 20, buf, 4));
+}
+
+TEST(version_string)
+{
+	EXPECT_NE(NULL, md_version());
+	EXPECT_NE(0, strlen(md_version()));
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,48 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# Install the Debian packages metadef's build and test tiers need.
+# Does nothing (and needs no network) when everything is already present.
+#
+# usage: tools/deps.sh [host|vm|debug|bench|all]   (default: all)
+
+set -eu
+
+host="gcc make pkg-config libnl-3-dev libnl-genl-3-dev"
+vm="linux-headers-amd64 linux-image-amd64 qemu-system-x86 busybox-static
+    cpio xz-utils kmod linux-source-6.1"
+debug="linux-source-6.1 bc flex bison libelf-dev libssl-dev cpio xz-utils
+       qemu-system-x86 busybox-static"
+bench="libjemalloc-dev libmimalloc-dev"
+
+case "${1:-all}" in
+host)	want="$host" ;;
+vm)	want="$host $vm" ;;
+debug)	want="$host $debug" ;;
+bench)	want="$host $vm $bench" ;;
+all)	want="$host $vm $debug $bench" ;;
+*)	echo "deps.sh: unknown tier '$1' (host|vm|debug|bench|all)" >&2; exit 2 ;;
+esac
+
+missing=""
+for p in $want; do
+	case " $missing " in *" $p "*) continue ;; esac
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+	     grep -q '^install ok installed$'; then
+		missing="$missing $p"
+	fi
+done
+
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+	echo "deps.sh: missing packages:$missing" >&2
+	echo "deps.sh: run as root (or: sudo apt-get install$missing)" >&2
+	exit 1
+fi
+
+echo "deps.sh: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >&2
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >&2
