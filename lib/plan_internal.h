@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* libmetadef planning internals: not installed. */
+#ifndef METADEF_PLAN_INTERNAL_H
+#define METADEF_PLAN_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <metadef/plan.h>
+
+/* Strict unsigned decimal. Return: 0, -EINVAL or -ERANGE. */
+int md_parse_u64(const char *s, uint64_t *out);
+
+/* Round @v up to a multiple of @a (a >= 1); UINT64_MAX on overflow. */
+static inline uint64_t md_round_up(uint64_t v, uint64_t a)
+{
+	uint64_t r;
+
+	if (a <= 1)
+		return v;
+	r = v % a;
+	if (!r)
+		return v;
+	if (v > UINT64_MAX - (a - r))
+		return UINT64_MAX;
+	return v + (a - r);
+}
+
+/* A sort key and the index it belongs to. */
+struct md_kv {
+	uint64_t key;
+	uint32_t idx;
+};
+
+/*
+ * Stable sort of @a by key, ascending (LSD radix, skipping bytes that are
+ * the same everywhere). Equal keys keep their order. Return: 0 or -ENOMEM.
+ */
+int md_sort_kv(struct md_kv *a, size_t n);
+
+#endif /* METADEF_PLAN_INTERNAL_H */
