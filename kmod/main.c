@@ -13,6 +13,7 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 
+#include "buddy.h"
 #include "metadef.h"
 
 static struct md_device md_dev = {
@@ -98,12 +99,17 @@ static int __init md_init(void)
 	md_dev.misc.fops = &md_fops;
 	md_dev.misc.mode = 0666;
 
+	ret = md_buddy_cache_init();
+	if (ret)
+		return ret;
+
 	md_debugfs_init(&md_dev);
 
 	ret = misc_register(&md_dev.misc);
 	if (ret) {
 		pr_err("cannot register /dev/%s: %d\n", METADEF_DEVICE_NAME, ret);
 		md_debugfs_exit(&md_dev);
+		md_buddy_cache_exit();
 		return ret;
 	}
 
@@ -118,6 +124,7 @@ static void __exit md_exit(void)
 	md_debugfs_exit(&md_dev);
 	WARN_ON(!xa_empty(&md_dev.domains));
 	xa_destroy(&md_dev.domains);
+	md_buddy_cache_exit();
 }
 
 module_init(md_init);

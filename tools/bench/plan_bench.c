@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * plan_bench: the offset planner on the MiniMalloc "challenging" problems
+ * and on 10^5 random buffers, against the named peer measured in the same
+ * run: greedy "largest first, first fit" (MD_STRAT_SIZE_FIRST alone).
+ *
+ * usage: plan_bench [DIR]   (default: ../shared/bench/minimalloc-challenging
+ *                            beside the repository)
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <metadef/plan.h>
+
+#define RUNS 5
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *s = NULL;
+	size_t cap = 0, n = 0, r;
+
+	if (!f)
+		return NULL;
+	do {
+		if (n + 4096 > cap) {
+			cap = 2 * cap + 4096;
+			s = realloc(s, cap);
+			if (!s)
+				break;
+		}
+		r = fread(s + n, 1, cap - n, f);
+		n += r;
+	} while (r);
+	fclose(f);
+	*len = n;
+	return s;
+}
+
+/* Best of RUNS: the machine may be busy. */
+static int timed_solve(const struct md_problem *p,
+		       const struct md_plan_opts *o, struct md_plan *plan,
+		       double *ms)
+{
+	double best = 1e99;
+	int i, ret = 0;
+
+	for (i = 0; i < RUNS; i++) {
+		double t0 = now(), t;
+
+		if (i)
+			md_plan_free(plan);
+		ret = md_plan_solve(p, o, plan);
+		t = (now() - t0) * 1e3;
+		if (ret)
+			return ret;
+		if (t < best)
+			best = t;
+	}
+	*ms = best;
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int bench_file(const char *dir, const char *name, double *worst)
+{
+	struct md_plan_opts greedy = { MD_STRAT_SIZE_FIRST, -1 };
+	struct md_plan plan, base;
+	struct md_problem p;
+	struct md_error err;
+	char path[4096];
+	double ms, gms, r, gr;
+	size_t len;
+	char *text;
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	text = slurp(path, &len);
+	if (!text) {
+		fprintf(stderr, "plan_bench: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	md_problem_init(&p);
+	ret = md_problem_parse_csv(&p, text, len, &err);
+	free(text);
+	if (ret) {
+		fprintf(stderr, "plan_bench: %s:%u: %s\n", path, err.line,
+			err.msg);
+		return 1;
+	}
+	ret = timed_solve(&p, &greedy, &base, &gms);
+	if (!ret)
+		ret = timed_solve(&p, NULL, &plan, &ms);
+	if (ret) {
+		fprintf(stderr, "plan_bench: %s: %s\n", name, strerror(-ret));
+		md_problem_free(&p);
+		return 1;
+	}
+	r = (double)plan.peak / (double)plan.lower_bound;
+	gr = (double)base.peak / (double)base.lower_bound;
+	if (r > *worst)
+		*worst = r;
+	printf("%-16s %6zu %10" PRIu64 " %10" PRIu64 " %+6.1f%% %7.2f %10"
+	       PRIu64 " %+6.1f%% %7.2f  %s%s\n",
+	       name, p.n, plan.lower_bound, base.peak, (gr - 1) * 100, gms,
+	       plan.peak, (r - 1) * 100, ms, md_strategy_name(plan.strategy),
+	       plan.improved ? "+improve" : "");
+	md_plan_free(&plan);
+	md_plan_free(&base);
+	md_problem_free(&p);
+	return 0;
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/*
+ * A graph-like random workload: buffers are produced in order (two per
+ * step), most die within a few steps, one in twenty lives long
+ * (activations kept for a backward pass); sizes from 64 B to 1 MiB,
+ * log-uniform, multiples of 64.
+ */
+static void random_problem(struct md_problem *p, size_t n)
+{
+	size_t i;
+
+	md_problem_init(p);
+	for (i = 0; i < n; i++) {
+		uint64_t lo = i / 2, life, size;
+
+		if (rnd() % 20 == 0)
+			life = 1 + rnd() % (n / 20);
+		else
+			life = 1 + rnd() % 8;
+		size = (1 + rnd() % 64) << (rnd() % 15);
+		md_problem_add(p, NULL, lo, lo + life, size * 64 / 64, 64);
+	}
+}
+
+static int bench_random(size_t n)
+{
+	struct md_plan_opts greedy = { MD_STRAT_SIZE_FIRST, -1 };
+	struct md_plan plan, base;
+	struct md_problem p;
+	double ms, gms;
+	int ret;
+
+	random_problem(&p, n);
+	ret = timed_solve(&p, &greedy, &base, &gms);
+	if (!ret)
+		ret = timed_solve(&p, NULL, &plan, &ms);
+	if (ret) {
+		fprintf(stderr, "plan_bench: random: %s\n", strerror(-ret));
+		md_problem_free(&p);
+		return 1;
+	}
+	printf("%-16s %6zu %10" PRIu64 " %10" PRIu64 " %+6.1f%% %7.2f %10"
+	       PRIu64 " %+6.1f%% %7.2f  %s%s\n",
+	       "random", p.n, plan.lower_bound, base.peak,
+	       ((double)base.peak / plan.lower_bound - 1) * 100, gms,
+	       plan.peak, ((double)plan.peak / plan.lower_bound - 1) * 100, ms,
+	       md_strategy_name(plan.strategy),
+	       plan.improved ? "+improve" : "");
+	md_plan_free(&plan);
+	md_plan_free(&base);
+	md_problem_free(&p);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *dir = argc > 1 ? argv[1] :
+		"../shared/bench/minimalloc-challenging";
+	char *names[64];
+	size_t nn = 0, i;
+	double worst = 0;
+	struct dirent *de;
+	DIR *d;
+	int fail = 0;
+
+	printf("plan benchmark: peer = greedy largest-first first-fit, same run; times are best of %d\n\n",
+	       RUNS);
+	printf("%-16s %6s %10s %10s %7s %7s %10s %7s %7s  %s\n", "file",
+	       "bufs", "lower", "greedy", "over", "ms", "metadef", "over",
+	       "ms", "winner");
+	d = opendir(dir);
+	if (!d) {
+		printf("SKIP %s: %s\n", dir, strerror(errno));
+	} else {
+		while ((de = readdir(d)) && nn < 64) {
+			size_t l = strlen(de->d_name);
+
+			if (l > 4 && !strcmp(de->d_name + l - 4, ".csv"))
+				names[nn++] = strdup(de->d_name);
+		}
+		closedir(d);
+		qsort(names, nn, sizeof(*names), cmp_str);
+		for (i = 0; i < nn; i++) {
+			fail |= bench_file(dir, names[i], &worst);
+			free(names[i]);
+		}
+	}
+	fail |= bench_random(100000);
+	if (nn)
+		printf("\nworst peak/lower bound on the files: %.3f (goal <= 1.25)\n",
+		       worst);
+	return fail;
+}

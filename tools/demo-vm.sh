@@ -1,0 +1,31 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Runs inside the demo VM (tools/demo), after metadef.ko was loaded.
+set -e
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+step "the module is loaded"
+grep '^metadef ' /proc/modules
+echo "pool_size parameter: $(cat /sys/module/metadef/parameters/pool_size) bytes"
+dmesg | grep 'metadef:' | sed 's/^\[[^]]*\] //'
+
+step "its device node"
+ls -l /dev/metadef
+
+step "metadefctl info (METADEF_IOC_INFO on a new domain)"
+metadefctl info
+
+step "metadefctl --json info (for scripts)"
+metadefctl --json info
+
+step "an unknown ioctl is refused, not ignored"
+metadefctl --device /dev/null info || echo "(exit status $?)"
+
+step "debugfs: /sys/kernel/debug/metadef/ (this shell holds a domain open)"
+exec 3<>/dev/metadef
+ls -l /sys/kernel/debug/metadef/
+for f in /sys/kernel/debug/metadef/*; do
+	echo "--- $f"
+	cat "$f"
+done
