@@ -109,12 +109,18 @@ static void free_remove(struct md_buddy *mm, struct md_buddy_block *blk)
 /* Order of the root containing @offset: the most a block there can merge. */
 static unsigned int root_order_of(const struct md_buddy *mm, u64 offset)
 {
-	unsigned int i;
+	unsigned int lo = 0, hi = mm->nr_roots - 1;
 
-	for (i = mm->nr_roots - 1; i > 0; i--)
-		if (offset >= mm->root_offset[i])
-			break;
-	return mm->root_order[i];
+	/* The last root starting at or below @offset. */
+	while (lo < hi) {
+		unsigned int mid = (lo + hi + 1) / 2;
+
+		if (mm->root_offset[mid] <= offset)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return mm->root_order[lo];
 }
 
 /* Give @blk back, merging it with its buddy for as long as that is free. */
@@ -587,19 +593,24 @@ MD_EXPORT_FOR_TESTS(md_buddy_free);
 /* ------------------------------------------------------ setup, queries */
 
 /**
- * md_buddy_init() - manage [0, size)
+ * md_buddy_init_capped() - manage [0, size) in blocks of at most @max_block
  * @mm: the allocator to set up
  * @size: bytes, rounded down to the chunk size
  * @chunk: minimum block size, a power of two
+ * @max_block: largest block, a power of two >= @chunk; 0 for no limit
  *
  * Return: 0, -EINVAL or -ENOMEM.
  */
-int md_buddy_init(struct md_buddy *mm, u64 size, u64 chunk)
+int md_buddy_init_capped(struct md_buddy *mm, u64 size, u64 chunk,
+			 u64 max_block)
 {
-	u64 chunks, offset = 0;
+	unsigned int cap, nr, i;
+	u64 chunks, rest, offset = 0;
 	int bit;
 
 	if (!chunk || !is_power_of_2(chunk))
+		return -EINVAL;
+	if (max_block && (!is_power_of_2(max_block) || max_block < chunk))
 		return -EINVAL;
 	memset(mm, 0, sizeof(*mm));
 	mm->chunk_shift = ilog2(chunk);
@@ -607,15 +618,34 @@ int md_buddy_init(struct md_buddy *mm, u64 size, u64 chunk)
 	if (!chunks)
 		return -EINVAL;
 	mm->size = chunks << mm->chunk_shift;
-	for (bit = 0; bit <= MD_BUDDY_MAX_ORDER; bit++)
-		mm->free[bit] = RB_ROOT_CACHED;
+	for (i = 0; i <= MD_BUDDY_MAX_ORDER; i++)
+		mm->free[i] = RB_ROOT_CACHED;
 
-	/* Roots: the set bits of the chunk count, largest first. */
-	for (bit = fls64(chunks) - 1; bit >= 0; bit--) {
+	/*
+	 * Roots: as many blocks of the cap as fit, then the set bits of what
+	 * is left, largest first; each is aligned to its own size.
+	 */
+	cap = max_block ? ilog2(max_block) - mm->chunk_shift : 63;
+	nr = hweight64(chunks & (BIT_ULL(cap) - 1));
+	if (cap < 63) {
+		if ((chunks >> cap) > INT_MAX)
+			return -EINVAL;
+		nr += chunks >> cap;
+	} else {
+		nr = hweight64(chunks);
+	}
+	mm->root_offset = kcalloc(nr, sizeof(*mm->root_offset), GFP_KERNEL);
+	mm->root_order = kcalloc(nr, sizeof(*mm->root_order), GFP_KERNEL);
+	if (!mm->root_offset || !mm->root_order) {
+		md_buddy_fini(mm);
+		return -ENOMEM;
+	}
+
+	rest = chunks;
+	while (rest) {
 		struct md_buddy_block *b;
 
-		if (!(chunks & BIT_ULL(bit)))
-			continue;
+		bit = min_t(int, fls64(rest) - 1, cap);
 		b = kmem_cache_alloc(md_buddy_slab, GFP_KERNEL);
 		if (!b) {
 			md_buddy_fini(mm);
@@ -629,8 +659,24 @@ int md_buddy_init(struct md_buddy *mm, u64 size, u64 chunk)
 		mm->max_order = max_t(unsigned int, mm->max_order, bit);
 		free_insert(mm, b);
 		offset += bsize(mm, bit);
+		rest -= BIT_ULL(bit);
 	}
+	WARN_ON(mm->nr_roots != nr);
 	return 0;
+}
+MD_EXPORT_FOR_TESTS(md_buddy_init_capped);
+
+/**
+ * md_buddy_init() - manage [0, size) with no limit on block sizes
+ * @mm: the allocator to set up
+ * @size: bytes, rounded down to the chunk size
+ * @chunk: minimum block size, a power of two
+ *
+ * Return: 0, -EINVAL or -ENOMEM.
+ */
+int md_buddy_init(struct md_buddy *mm, u64 size, u64 chunk)
+{
+	return md_buddy_init_capped(mm, size, chunk, 0);
 }
 MD_EXPORT_FOR_TESTS(md_buddy_init);
 
@@ -654,6 +700,11 @@ void md_buddy_fini(struct md_buddy *mm)
 			kmem_cache_free(md_buddy_slab, b);
 		}
 	}
+	kfree(mm->root_offset);
+	kfree(mm->root_order);
+	mm->root_offset = NULL;
+	mm->root_order = NULL;
+	mm->nr_roots = 0;
 }
 MD_EXPORT_FOR_TESTS(md_buddy_fini);
 

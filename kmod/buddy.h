@@ -7,7 +7,9 @@
  * Shape:
  *  - The managed range is cut into "roots": the power-of-two blocks of the
  *    binary representation of size, largest first, so every root is aligned
- *    to its own size and a pool need not be a power of two.
+ *    to its own size and a pool need not be a power of two. A cap on the
+ *    root size (md_buddy_init_capped) keeps every block inside one
+ *    physically contiguous piece of a pool made of several.
  *  - Block sizes are chunk << order; chunk (the minimum block) is a power of
  *    two, by default PAGE_SIZE.
  *  - Free blocks of each order live in an rbtree keyed by offset: O(log n)
@@ -32,7 +34,6 @@
 struct seq_file;
 
 #define MD_BUDDY_MAX_ORDER	63	/* orders 0..63: chunk << 63 still fits */
-#define MD_BUDDY_MAX_ROOTS	64
 
 /* md_buddy_alloc() flags */
 #define MD_BUDDY_TOPDOWN	(1u << 0)	/* prefer the highest offsets */
@@ -50,7 +51,7 @@ struct seq_file;
  * @nr_free: number of free blocks per order
  * @free: free blocks per order, keyed by offset
  * @nr_roots: number of roots
- * @root_offset: offset of each root, descending sizes
+ * @root_offset: offset of each root, ascending
  * @root_order: order of each root
  */
 struct md_buddy {
@@ -62,8 +63,8 @@ struct md_buddy {
 	u64 nr_free[MD_BUDDY_MAX_ORDER + 1];
 	struct rb_root_cached free[MD_BUDDY_MAX_ORDER + 1];
 	unsigned int nr_roots;
-	u64 root_offset[MD_BUDDY_MAX_ROOTS];
-	u8 root_order[MD_BUDDY_MAX_ROOTS];
+	u64 *root_offset;
+	u8 *root_order;
 };
 
 /**
@@ -82,6 +83,8 @@ struct md_buddy_alloc {
 };
 
 int md_buddy_init(struct md_buddy *mm, u64 size, u64 chunk);
+int md_buddy_init_capped(struct md_buddy *mm, u64 size, u64 chunk,
+			 u64 max_block);
 void md_buddy_fini(struct md_buddy *mm);
 
 int md_buddy_alloc(struct md_buddy *mm, struct md_buddy_alloc *a, u64 size,

@@ -7,6 +7,7 @@
 #include <linux/seq_file.h>
 
 #include "metadef.h"
+#include "pool.h"
 
 static int domains_show(struct seq_file *m, void *unused)
 {
@@ -29,10 +30,58 @@ static int info_show(struct seq_file *m, void *unused)
 
 	seq_printf(m, "abi_version\t%u\n", METADEF_ABI_VERSION);
 	seq_printf(m, "page_size\t%lu\n", PAGE_SIZE);
-	seq_printf(m, "pool_size\t%llu\n", mdev->pool_size);
+	seq_printf(m, "pool_size_param\t%llu\n", mdev->pool_size);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(info);
+
+static int pool_show(struct seq_file *m, void *unused)
+{
+	struct md_device *mdev = m->private;
+
+	if (!mdev->pool) {
+		seq_puts(m, "backend\tnone\n");
+		return 0;
+	}
+	md_pool_show(mdev->pool, m);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(pool);
+
+static int buddy_show(struct seq_file *m, void *unused)
+{
+	struct md_device *mdev = m->private;
+
+	if (!mdev->pool)
+		return 0;
+	mutex_lock(&mdev->pool->lock);
+	md_buddy_show(&mdev->pool->buddy, m);
+	mutex_unlock(&mdev->pool->lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(buddy);
+
+/*
+ * Every live region, mapped-only ones included: they all sit in mmap_ids,
+ * and a region leaves it (under this lock) before it is freed.
+ */
+static int regions_show(struct seq_file *m, void *unused)
+{
+	struct md_device *mdev = m->private;
+	struct md_region *r;
+	unsigned long id;
+
+	seq_puts(m, "domain\thandle\tpid\toffset\tsize\trefs\tmapped\n");
+	xa_lock(&mdev->mmap_ids);
+	xa_for_each(&mdev->mmap_ids, id, r)
+		seq_printf(m, "%u\t%u\t%d\t%#llx\t%llu\t%u\t%d\n", r->owner,
+			   READ_ONCE(r->handle), r->pid, r->alloc.offset,
+			   r->alloc.size, kref_read(&r->ref),
+			   atomic_read(&r->vmas));
+	xa_unlock(&mdev->mmap_ids);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(regions);
 
 void md_debugfs_init(struct md_device *mdev)
 {
@@ -41,6 +90,10 @@ void md_debugfs_init(struct md_device *mdev)
 	debugfs_create_file("info", 0400, mdev->debugfs, mdev, &info_fops);
 	debugfs_create_file("domains", 0400, mdev->debugfs, mdev,
 			    &domains_fops);
+	debugfs_create_file("pool", 0400, mdev->debugfs, mdev, &pool_fops);
+	debugfs_create_file("buddy", 0400, mdev->debugfs, mdev, &buddy_fops);
+	debugfs_create_file("regions", 0400, mdev->debugfs, mdev,
+			    &regions_fops);
 }
 
 void md_debugfs_exit(struct md_device *mdev)

@@ -14,6 +14,7 @@
 #include <linux/uaccess.h>
 
 #include "metadef.h"
+#include "pool.h"
 
 /* Largest argument of any command: the dispatcher's on-stack buffer. */
 #define MD_IOCTL_MAX_SIZE 256
@@ -33,11 +34,19 @@ MD_EXPORT_FOR_TESTS(md_info_check);
 
 void md_info_fill(struct md_domain *dom, struct metadef_info *info)
 {
+	struct md_pool *pool = dom->dev->pool;
+
 	memset(info, 0, sizeof(*info));
 	info->abi_version = METADEF_ABI_VERSION;
 	info->page_size = PAGE_SIZE;
-	info->pool_size = dom->dev->pool_size;
 	info->domain_id = dom->id;
+	if (pool) {
+		info->pool_size = pool->buddy.size;
+		md_pool_usage(pool, &info->pool_free, &info->pool_largest);
+		strscpy(info->backend, pool->backend, sizeof(info->backend));
+	} else {
+		strscpy(info->backend, "none", sizeof(info->backend));
+	}
 }
 MD_EXPORT_FOR_TESTS(md_info_fill);
 
@@ -53,12 +62,68 @@ static int md_ioctl_info(struct md_domain *dom, void *arg)
 	return 0;
 }
 
+int md_alloc_check(const struct metadef_alloc *arg)
+{
+	size_t i;
+
+	if (!arg->size || (arg->flags & ~METADEF_ALLOC_FLAGS))
+		return -EINVAL;
+	if (arg->align && !is_power_of_2(arg->align))
+		return -EINVAL;
+	for (i = 0; i < ARRAY_SIZE(arg->reserved); i++)
+		if (arg->reserved[i])
+			return -EINVAL;
+	return 0;
+}
+MD_EXPORT_FOR_TESTS(md_alloc_check);
+
+static int md_ioctl_alloc(struct md_domain *dom, void *data)
+{
+	struct metadef_alloc *arg = data;
+	int ret;
+
+	ret = md_alloc_check(arg);
+	if (ret)
+		return ret;
+	/* Out fields are outputs only: whatever came in is overwritten. */
+	arg->handle = 0;
+	arg->dev_addr = 0;
+	arg->mmap_offset = 0;
+	arg->alloc_size = 0;
+	return md_region_create(dom, arg);
+}
+
+static int md_ioctl_free(struct md_domain *dom, void *data)
+{
+	struct metadef_free *arg = data;
+	size_t i;
+
+	if (arg->flags)
+		return -EINVAL;
+	for (i = 0; i < ARRAY_SIZE(arg->reserved); i++)
+		if (arg->reserved[i])
+			return -EINVAL;
+	return md_region_free_handle(dom, arg->handle);
+}
+
 static const struct md_ioctl_desc md_ioctls[] = {
 	{
 		.cmd = METADEF_IOC_INFO,
 		.name = "INFO",
 		.min_size = sizeof(struct metadef_info),
 		.handler = md_ioctl_info,
+	},
+	{
+		.cmd = METADEF_IOC_ALLOC,
+		.name = "ALLOC",
+		.min_size = sizeof(struct metadef_alloc),
+		.handler = md_ioctl_alloc,
+	},
+	{
+		.cmd = METADEF_IOC_FREE,
+		.name = "FREE",
+		.min_size = sizeof(struct metadef_free),
+		.handler = md_ioctl_free,
 	},
 };
 
@@ -105,6 +170,8 @@ long md_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	usize = _IOC_SIZE(cmd);
 	ksize = _IOC_SIZE(d->cmd);
 	BUILD_BUG_ON(sizeof(struct metadef_info) > MD_IOCTL_MAX_SIZE);
+	BUILD_BUG_ON(sizeof(struct metadef_alloc) > MD_IOCTL_MAX_SIZE);
+	BUILD_BUG_ON(sizeof(struct metadef_free) > MD_IOCTL_MAX_SIZE);
 
 	memset(buf, 0, ksize);
 	if (_IOC_DIR(cmd) & _IOC_WRITE) {

@@ -6,8 +6,12 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/dma-mapping.h>
 #include <linux/fs.h>
 #include <linux/module.h>
+#include <linux/mount.h>
+#include <linux/platform_device.h>
+#include <linux/pseudo_fs.h>
 #include <linux/sched.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
@@ -15,11 +19,17 @@
 
 #include "buddy.h"
 #include "metadef.h"
+#include "pool.h"
 
 static struct md_device md_dev = {
 	.domains = XARRAY_INIT(md_dev.domains, XA_FLAGS_ALLOC1),
+	.mmap_ids = XARRAY_INIT(md_dev.mmap_ids, XA_FLAGS_ALLOC1),
 	.pool_size = SZ_64M,
 };
+
+static char *backend = "sysram";
+module_param(backend, charp, 0444);
+MODULE_PARM_DESC(backend, "Where the pool comes from: sysram (host RAM, default)");
 
 static int pool_size_set(const char *val, const struct kernel_param *kp)
 {
@@ -61,6 +71,8 @@ static int md_open(struct inode *inode, struct file *file)
 	dom->pid = task_tgid_nr(current);
 	get_task_comm(dom->comm, current);
 
+	xa_init_flags(&dom->handles, XA_FLAGS_ALLOC1);
+
 	ret = xa_alloc_cyclic(&md_dev.domains, &dom->id, dom, xa_limit_31b,
 			      &md_dev.next_domain, GFP_KERNEL);
 	if (ret < 0) {
@@ -68,6 +80,8 @@ static int md_open(struct inode *inode, struct file *file)
 		return ret;
 	}
 
+	/* One address_space for every open file, whatever node it came by. */
+	file->f_mapping = md_dev.inode->i_mapping;
 	file->private_data = dom;
 	return 0;
 }
@@ -77,6 +91,7 @@ static int md_release(struct inode *inode, struct file *file)
 	struct md_domain *dom = file->private_data;
 
 	xa_erase(&md_dev.domains, dom->id);
+	md_region_release_domain(dom);
 	kfree(dom);
 	return 0;
 }
@@ -86,36 +101,138 @@ static const struct file_operations md_fops = {
 	.open = md_open,
 	.release = md_release,
 	.unlocked_ioctl = md_ioctl,
+	.mmap = md_mmap,
 	.compat_ioctl = compat_ptr_ioctl,
 	.llseek = noop_llseek,
 };
+
+/*
+ * A private pseudo filesystem provides the inode whose address_space all
+ * open files share (file->f_mapping), as DRM does for its devices.
+ */
+#define METADEF_FS_MAGIC 0x6d646566	/* "mdef" */
+
+static struct vfsmount *md_mnt;
+static int md_mnt_count;
+
+static int md_fs_init_fs_context(struct fs_context *fc)
+{
+	return init_pseudo(fc, METADEF_FS_MAGIC) ? 0 : -ENOMEM;
+}
+
+/*
+ * No .owner: the mount is pinned from module init to module exit, and a
+ * module reference taken by it would keep the module from ever unloading.
+ * Nothing of this module runs after exit releases the mount.
+ */
+static struct file_system_type md_fs_type = {
+	.name = "metadef",
+	.init_fs_context = md_fs_init_fs_context,
+	.kill_sb = kill_anon_super,
+};
+
+static int md_inode_init(void)
+{
+	int ret = simple_pin_fs(&md_fs_type, &md_mnt, &md_mnt_count);
+
+	if (ret)
+		return ret;
+	md_dev.inode = alloc_anon_inode(md_mnt->mnt_sb);
+	if (IS_ERR(md_dev.inode)) {
+		ret = PTR_ERR(md_dev.inode);
+		md_dev.inode = NULL;
+		simple_release_fs(&md_mnt, &md_mnt_count);
+	}
+	return ret;
+}
+
+static void md_inode_exit(void)
+{
+	iput(md_dev.inode);
+	md_dev.inode = NULL;
+	simple_release_fs(&md_mnt, &md_mnt_count);
+}
+
+static int md_pool_setup(void)
+{
+	struct platform_device *pdev;
+	struct md_pool *pool;
+	int ret;
+
+	if (strcmp(backend, "sysram")) {
+		pr_err("unknown backend '%s' (known: sysram)\n", backend);
+		return -EINVAL;
+	}
+
+	pdev = platform_device_register_simple(METADEF_DEVICE_NAME,
+					       PLATFORM_DEVID_NONE, NULL, 0);
+	if (IS_ERR(pdev))
+		return PTR_ERR(pdev);
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (ret)
+		goto err;
+
+	pool = md_sysram_create(&pdev->dev, md_dev.pool_size);
+	if (IS_ERR(pool)) {
+		ret = PTR_ERR(pool);
+		pr_err("cannot take %llu bytes of host RAM: %d\n",
+		       md_dev.pool_size, ret);
+		goto err;
+	}
+	md_dev.pdev = pdev;
+	md_dev.pool = pool;
+	return 0;
+err:
+	platform_device_unregister(pdev);
+	return ret;
+}
+
+static void md_pool_teardown(void)
+{
+	md_pool_put(md_dev.pool);
+	md_dev.pool = NULL;
+	platform_device_unregister(md_dev.pdev);
+	md_dev.pdev = NULL;
+}
 
 static int __init md_init(void)
 {
 	int ret;
 
+	ret = md_buddy_cache_init();
+	if (ret)
+		return ret;
+	ret = md_inode_init();
+	if (ret)
+		goto err_cache;
+	ret = md_pool_setup();
+	if (ret)
+		goto err_inode;
+
+	md_debugfs_init(&md_dev);
+
 	md_dev.misc.minor = MISC_DYNAMIC_MINOR;
 	md_dev.misc.name = METADEF_DEVICE_NAME;
 	md_dev.misc.fops = &md_fops;
 	md_dev.misc.mode = 0666;
-
-	ret = md_buddy_cache_init();
-	if (ret)
-		return ret;
-
-	md_debugfs_init(&md_dev);
-
 	ret = misc_register(&md_dev.misc);
 	if (ret) {
 		pr_err("cannot register /dev/%s: %d\n", METADEF_DEVICE_NAME, ret);
-		md_debugfs_exit(&md_dev);
-		md_buddy_cache_exit();
-		return ret;
+		goto err_debugfs;
 	}
 
-	pr_info("abi %u, pool %llu bytes\n", METADEF_ABI_VERSION,
-		md_dev.pool_size);
+	pr_info("abi %u, %s pool of %llu bytes\n", METADEF_ABI_VERSION,
+		md_dev.pool->backend, md_dev.pool->buddy.size);
 	return 0;
+
+err_debugfs:
+	md_debugfs_exit(&md_dev);
+	md_pool_teardown();
+err_inode:
+	md_inode_exit();
+err_cache:
+	md_buddy_cache_exit();
+	return ret;
 }
 
 static void __exit md_exit(void)
@@ -123,6 +240,9 @@ static void __exit md_exit(void)
 	misc_deregister(&md_dev.misc);
 	md_debugfs_exit(&md_dev);
 	WARN_ON(!xa_empty(&md_dev.domains));
+	WARN_ON(!xa_empty(&md_dev.mmap_ids));
+	md_pool_teardown();
+	md_inode_exit();
 	xa_destroy(&md_dev.domains);
 	md_buddy_cache_exit();
 }

@@ -6,9 +6,12 @@
 #ifndef _METADEF_H
 #define _METADEF_H
 
+#include <linux/kref.h>
 #include <linux/miscdevice.h>
 #include <linux/types.h>
 #include <linux/xarray.h>
+
+#include "buddy.h"
 
 #include <uapi/linux/metadef.h>
 
@@ -23,19 +26,39 @@
 #endif
 
 struct dentry;
+struct inode;
+struct md_pool;
+struct platform_device;
+struct vfsmount;
+
+/*
+ * mmap offsets: region id << MD_MMAP_SHIFT, so each region owns a 1 TiB
+ * window of the device's offset space and offsets stay positive loff_t.
+ */
+#define MD_MMAP_SHIFT		40
+#define MD_MMAP_MAX_ID		((1u << (63 - MD_MMAP_SHIFT)) - 1)
 
 /**
  * struct md_device - the one metadef device of this module
  * @misc: /dev/metadef
+ * @pdev: the device the pool is DMA-mapped for
+ * @pool: the memory handed out
  * @domains: open domains by id (xa_alloc_cyclic: ids are not reused soon)
  * @next_domain: cursor for xa_alloc_cyclic
+ * @mmap_ids: every live region by its mmap id
+ * @inode: gives all open files one address_space, so a region's user
+ *         mappings can be zapped wherever they are
  * @debugfs: /sys/kernel/debug/metadef/
- * @pool_size: bytes of device-visible memory managed (module parameter)
+ * @pool_size: bytes of device-visible memory to manage (module parameter)
  */
 struct md_device {
 	struct miscdevice misc;
+	struct platform_device *pdev;
+	struct md_pool *pool;
 	struct xarray domains;
 	u32 next_domain;
+	struct xarray mmap_ids;
+	struct inode *inode;
 	struct dentry *debugfs;
 	u64 pool_size;
 };
@@ -46,13 +69,53 @@ struct md_device {
  * @id: domain id reported by METADEF_IOC_INFO, unique while open
  * @pid: thread group that opened it (for debugfs)
  * @comm: command name of the opener (for debugfs)
+ * @handles: the regions this domain holds, by handle
  */
 struct md_domain {
 	struct md_device *dev;
 	u32 id;
 	pid_t pid;
 	char comm[TASK_COMM_LEN];
+	struct xarray handles;
 };
+
+/**
+ * struct md_region - one allocation from the pool
+ * @ref: the handle, each VMA, ...: freed back to the pool at zero
+ * @mdev: the device
+ * @pool: the pool it came from (holds a pool reference)
+ * @alloc: where in the pool
+ * @size: bytes asked for
+ * @mmap_id: index in @mdev->mmap_ids; the mmap offset derives from it
+ * @owner: id of the domain that allocated it
+ * @handle: its handle in @owner, 0 once freed (for debugfs)
+ * @pid: thread group that allocated it
+ * @vmas: user mappings of it
+ */
+struct md_region {
+	struct kref ref;
+	struct md_device *mdev;
+	struct md_pool *pool;
+	struct md_buddy_alloc alloc;
+	u64 size;
+	u32 mmap_id;
+	u32 owner;
+	u32 handle;
+	pid_t pid;
+	atomic_t vmas;
+};
+
+/* region.c */
+int md_region_create(struct md_domain *dom, struct metadef_alloc *arg);
+int md_region_free_handle(struct md_domain *dom, u32 handle);
+void md_region_release_domain(struct md_domain *dom);
+struct md_region *md_region_lookup_mmap(struct md_domain *dom,
+					unsigned long pgoff);
+u64 md_region_mmap_offset(const struct md_region *r);
+void md_region_put(struct md_region *r);
+
+/* mmap.c */
+int md_mmap(struct file *file, struct vm_area_struct *vma);
 
 /* ioctl.c */
 
@@ -72,6 +135,7 @@ struct md_ioctl_desc {
 
 const struct md_ioctl_desc *md_ioctl_lookup(unsigned int cmd);
 int md_info_check(const struct metadef_info *info);
+int md_alloc_check(const struct metadef_alloc *arg);
 void md_info_fill(struct md_domain *dom, struct metadef_info *info);
 long md_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 

@@ -119,6 +119,38 @@ static void init_pow2_and_not(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, md_buddy_init(&mm, CHUNK - 1, CHUNK), -EINVAL);
 }
 
+/* A cap on the block size: no allocation spans two capped roots. */
+static void capped_roots(struct kunit *test)
+{
+	struct buddy_ctx *ctx = test->priv;
+	struct md_buddy *mm = &ctx->mm;
+	struct md_buddy_alloc a[5] = {}, big = {};
+	size_t i;
+
+	KUNIT_EXPECT_EQ(test, md_buddy_init_capped(mm, SZ_16M, CHUNK, SZ_4M + 1), -EINVAL);
+	KUNIT_EXPECT_EQ(test, md_buddy_init_capped(mm, SZ_16M, CHUNK, CHUNK / 2), -EINVAL);
+	KUNIT_ASSERT_EQ(test, md_buddy_init_capped(mm, SZ_16M + 3 * CHUNK, CHUNK,
+						   SZ_4M), 0);
+	ctx->inited = true;
+	KUNIT_EXPECT_EQ(test, mm->nr_roots, 6u);	/* 4 x 4M, 8K, 4K */
+	KUNIT_EXPECT_EQ(test, md_buddy_largest(mm), (u64)SZ_4M);
+	KUNIT_EXPECT_EQ(test, md_buddy_check(mm), 0);
+	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &big, SZ_4M + CHUNK, 0, 0, 0, 0,
+					     GFP_KERNEL), -ENOSPC);
+	for (i = 0; i < 4; i++) {
+		KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a[i], SZ_4M, 0, 0, 0, 0,
+						     GFP_KERNEL), 0);
+		KUNIT_EXPECT_EQ(test, a[i].offset, (u64)i * SZ_4M);
+	}
+	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a[4], 3 * CHUNK, 0, SZ_16M, 0,
+					     MD_BUDDY_EXACT, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, mm->avail, 0ull);
+	free_all(test, mm, a, ARRAY_SIZE(a));
+	/* Freed 4M blocks do not merge across roots. */
+	KUNIT_EXPECT_EQ(test, mm->nr_free[10], 4ull);
+	KUNIT_EXPECT_EQ(test, md_buddy_largest(mm), (u64)SZ_4M);
+}
+
 static void invalid_requests_change_nothing(struct kunit *test)
 {
 	struct md_buddy *mm = setup(test, SZ_1M, CHUNK);
@@ -517,6 +549,7 @@ static void checker_catches_corruption(struct kunit *test)
 
 static struct kunit_case md_buddy_cases[] = {
 	KUNIT_CASE(init_pow2_and_not),
+	KUNIT_CASE(capped_roots),
 	KUNIT_CASE(invalid_requests_change_nothing),
 	KUNIT_CASE(double_free_refused),
 	KUNIT_CASE(alloc_limit),

@@ -67,7 +67,7 @@ static void info_check_reserved(struct kunit *test)
 
 static void info_fill(struct kunit *test)
 {
-	struct md_device mdev = { .pool_size = SZ_16M };
+	struct md_device mdev = { .pool_size = SZ_16M };	/* no pool yet */
 	struct md_domain dom = { .dev = &mdev, .id = 42 };
 	struct metadef_info info;
 
@@ -75,11 +75,35 @@ static void info_fill(struct kunit *test)
 	md_info_fill(&dom, &info);
 	KUNIT_EXPECT_EQ(test, info.abi_version, METADEF_ABI_VERSION);
 	KUNIT_EXPECT_EQ(test, info.page_size, (u32)PAGE_SIZE);
-	KUNIT_EXPECT_EQ(test, info.pool_size, (u64)SZ_16M);
+	KUNIT_EXPECT_EQ(test, info.pool_size, 0ull);
+	KUNIT_EXPECT_EQ(test, info.pool_free, 0ull);
+	KUNIT_EXPECT_STREQ(test, info.backend, "none");
 	KUNIT_EXPECT_EQ(test, info.domain_id, 42u);
 	KUNIT_EXPECT_EQ(test, info.flags, 0u);
 	/* Output reserved fields are zero, not stale input. */
 	KUNIT_EXPECT_EQ(test, md_info_check(&info), 0);
+}
+
+static void alloc_check(struct kunit *test)
+{
+	struct metadef_alloc a = { .size = 1 };
+
+	KUNIT_EXPECT_EQ(test, md_alloc_check(&a), 0);
+	a.align = SZ_2M;
+	KUNIT_EXPECT_EQ(test, md_alloc_check(&a), 0);
+	a.align = 3 * SZ_4K;
+	KUNIT_EXPECT_EQ(test, md_alloc_check(&a), -EINVAL);
+	a.align = 0;
+	a.flags = METADEF_ALLOC_TOPDOWN;
+	KUNIT_EXPECT_EQ(test, md_alloc_check(&a), 0);
+	a.flags = 1u << 31;
+	KUNIT_EXPECT_EQ(test, md_alloc_check(&a), -EINVAL);
+	a.flags = 0;
+	a.reserved[1] = 1;
+	KUNIT_EXPECT_EQ(test, md_alloc_check(&a), -EINVAL);
+	a.reserved[1] = 0;
+	a.size = 0;
+	KUNIT_EXPECT_EQ(test, md_alloc_check(&a), -EINVAL);
 }
 
 static struct kunit_case md_ioctl_cases[] = {
@@ -88,6 +112,7 @@ static struct kunit_case md_ioctl_cases[] = {
 	KUNIT_CASE(lookup_sizes),
 	KUNIT_CASE(info_check_reserved),
 	KUNIT_CASE(info_fill),
+	KUNIT_CASE(alloc_check),
 	{}
 };
 

@@ -31,19 +31,71 @@
  * @abi_version: out: METADEF_ABI_VERSION of the running module
  * @page_size: out: the CPU page size; also the smallest allocation unit
  * @pool_size: out: bytes of device-visible memory the module manages
+ * @pool_free: out: bytes of it not allocated
+ * @pool_largest: out: the largest allocation that would succeed now
  * @domain_id: out: id of the caller's memory domain (one per open file)
  * @flags: in: must be zero
+ * @backend: out: the pool's adapter ("sysram", ...), NUL-terminated
  * @reserved: in: must be zero; out: zero
  */
 struct metadef_info {
 	__u32 abi_version;
 	__u32 page_size;
 	__u64 pool_size;
+	__u64 pool_free;
+	__u64 pool_largest;
 	__u32 domain_id;
 	__u32 flags;
+	char backend[16];
 	__u64 reserved[4];
 };
 
+/* metadef_alloc.flags */
+#define METADEF_ALLOC_TOPDOWN	(1u << 0)	/* prefer high pool offsets */
+#define METADEF_ALLOC_FLAGS	(METADEF_ALLOC_TOPDOWN)
+
+/**
+ * struct metadef_alloc - METADEF_IOC_ALLOC: allocate a region
+ * @size: in: bytes, > 0; rounded up to whole pages
+ * @align: in: 0 (a page) or a power of two
+ * @flags: in: METADEF_ALLOC_*
+ * @handle: out: the region's handle in the caller's domain
+ * @dev_addr: out: where the device sees the region
+ * @mmap_offset: out: pass to mmap(2) (MAP_SHARED) to map it
+ * @alloc_size: out: bytes actually allocated
+ * @reserved: in: must be zero; out: zero
+ *
+ * The memory is all zeroes. Fails with EINVAL (malformed), ENOMEM (no
+ * space: nothing was allocated) or ENODEV (no pool).
+ */
+struct metadef_alloc {
+	__u64 size;
+	__u64 align;
+	__u32 flags;
+	__u32 handle;
+	__u64 dev_addr;
+	__u64 mmap_offset;
+	__u64 alloc_size;
+	__u64 reserved[2];
+};
+
+/**
+ * struct metadef_free - METADEF_IOC_FREE: drop a region's handle
+ * @handle: in: from METADEF_IOC_ALLOC in this domain
+ * @flags: in: must be zero
+ * @reserved: in: must be zero
+ *
+ * The memory goes back to the pool (scrubbed) once no mapping uses it.
+ * ENOENT for a handle this domain does not have.
+ */
+struct metadef_free {
+	__u32 handle;
+	__u32 flags;
+	__u64 reserved[2];
+};
+
 #define METADEF_IOC_INFO	_IOWR(METADEF_IOC_MAGIC, 0x00, struct metadef_info)
+#define METADEF_IOC_ALLOC	_IOWR(METADEF_IOC_MAGIC, 0x01, struct metadef_alloc)
+#define METADEF_IOC_FREE	_IOW(METADEF_IOC_MAGIC, 0x02, struct metadef_free)
 
 #endif /* _UAPI_LINUX_METADEF_H */

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What every pool adapter shares: the buddy allocator under a mutex, the
+ * reference count that keeps the memory until the last region is gone, and
+ * the debugfs view.
+ */
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+
+#include "pool.h"
+
+int md_pool_init(struct md_pool *pool, const struct md_pool_ops *ops,
+		 const char *backend, u64 size, u64 max_block)
+{
+	int ret;
+
+	pool->ops = ops;
+	pool->backend = backend;
+	pool->size = size;
+	pool->max_block = max_block;
+	kref_init(&pool->ref);
+	mutex_init(&pool->lock);
+	ret = md_buddy_init_capped(&pool->buddy, size, PAGE_SIZE, max_block);
+	if (ret)
+		return ret;
+	/* Memory fresh from its source may hold anything: start clean. */
+	ops->scrub(pool, 0, pool->buddy.size);
+	return 0;
+}
+
+static void md_pool_release(struct kref *ref)
+{
+	struct md_pool *pool = container_of(ref, struct md_pool, ref);
+
+	WARN_ON(pool->buddy.avail != pool->buddy.size);
+	md_buddy_fini(&pool->buddy);
+	mutex_destroy(&pool->lock);
+	pool->ops->release(pool);
+}
+
+void md_pool_put(struct md_pool *pool)
+{
+	if (pool)
+		kref_put(&pool->ref, md_pool_release);
+}
+
+/* Allocate from the pool; the caller's reference to the pool is its own. */
+int md_pool_alloc(struct md_pool *pool, struct md_buddy_alloc *a, u64 size,
+		  u64 align, unsigned int flags)
+{
+	int ret;
+
+	mutex_lock(&pool->lock);
+	ret = md_buddy_alloc(&pool->buddy, a, size, align, 0, 0, flags,
+			     GFP_KERNEL);
+	mutex_unlock(&pool->lock);
+	return ret;
+}
+
+/* Scrub, then give back: free pool memory never holds a tenant's data. */
+void md_pool_free(struct md_pool *pool, struct md_buddy_alloc *a)
+{
+	pool->ops->scrub(pool, a->offset, a->size);
+	mutex_lock(&pool->lock);
+	WARN_ON(md_buddy_free(&pool->buddy, a));
+	mutex_unlock(&pool->lock);
+}
+
+void md_pool_usage(struct md_pool *pool, u64 *avail, u64 *largest)
+{
+	mutex_lock(&pool->lock);
+	*avail = pool->buddy.avail;
+	*largest = md_buddy_largest(&pool->buddy);
+	mutex_unlock(&pool->lock);
+}
+
+void md_pool_show(struct md_pool *pool, struct seq_file *m)
+{
+	u64 avail, largest;
+
+	md_pool_usage(pool, &avail, &largest);
+	seq_printf(m, "backend\t%s\n", pool->backend);
+	seq_printf(m, "size\t%llu\n", pool->buddy.size);
+	seq_printf(m, "free\t%llu\n", avail);
+	seq_printf(m, "largest_free\t%llu\n", largest);
+	seq_printf(m, "max_block\t%llu\n", pool->max_block ?: pool->buddy.size);
+	if (pool->ops->show)
+		pool->ops->show(pool, m);
+}

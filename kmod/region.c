@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Regions: one allocation from the pool each, reference counted. The
+ * references are the handle in the owning domain's table, one per VMA
+ * mapping it (and, later, imports and dma-bufs); the memory is scrubbed and
+ * returned to the pool only when the last one goes.
+ *
+ * Handles live in a per-domain xarray: a handle means something only in the
+ * domain that holds it. The mmap offsets live in one device-wide xarray so
+ * that mmap can find the region behind an offset; a domain may map only
+ * regions it holds a handle to.
+ */
+#include <linux/sched.h>
+#include <linux/slab.h>
+
+#include "metadef.h"
+#include "pool.h"
+
+static void md_region_release(struct kref *ref)
+{
+	struct md_region *r = container_of(ref, struct md_region, ref);
+
+	xa_erase(&r->mdev->mmap_ids, r->mmap_id);
+	md_pool_free(r->pool, &r->alloc);
+	md_pool_put(r->pool);
+	kfree(r);
+}
+
+void md_region_put(struct md_region *r)
+{
+	kref_put(&r->ref, md_region_release);
+}
+
+/* Translate the buddy's "no space" into the ioctl's "no memory". */
+static int alloc_errno(int ret)
+{
+	return ret == -ENOSPC ? -ENOMEM : ret;
+}
+
+/**
+ * md_region_create() - allocate a region and give @dom a handle to it
+ * @dom: the owning domain
+ * @arg: the validated request; its out fields are filled in
+ *
+ * The handle is published last: once it exists another thread of the
+ * domain may free it, so nothing here touches the region after that.
+ *
+ * Return: 0 or a negative errno; nothing is left allocated on error.
+ */
+int md_region_create(struct md_domain *dom, struct metadef_alloc *arg)
+{
+	struct md_device *mdev = dom->dev;
+	struct md_pool *pool = mdev->pool;
+	unsigned int bflags = 0;
+	struct md_region *r;
+	int ret;
+
+	if (!pool)
+		return -ENODEV;
+	if (arg->flags & METADEF_ALLOC_TOPDOWN)
+		bflags |= MD_BUDDY_TOPDOWN;
+
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return -ENOMEM;
+	kref_init(&r->ref);
+	r->mdev = mdev;
+	r->pool = pool;
+	r->owner = dom->id;
+	r->pid = task_tgid_nr(current);
+	r->size = arg->size;
+
+	ret = md_pool_alloc(pool, &r->alloc, arg->size, arg->align, bflags);
+	if (ret) {
+		kfree(r);
+		return alloc_errno(ret);
+	}
+	md_pool_get(pool);
+
+	ret = xa_alloc(&mdev->mmap_ids, &r->mmap_id, r,
+		       XA_LIMIT(1, MD_MMAP_MAX_ID), GFP_KERNEL);
+	if (ret)
+		goto err_put;
+
+	arg->dev_addr = pool->ops->dev_addr(pool, r->alloc.offset);
+	arg->mmap_offset = md_region_mmap_offset(r);
+	arg->alloc_size = r->alloc.size;
+	/* Reserve the handle, record it, then publish the region under it. */
+	ret = xa_alloc(&dom->handles, &arg->handle, NULL, xa_limit_31b,
+		       GFP_KERNEL);
+	if (ret)
+		goto err_put;
+	WRITE_ONCE(r->handle, arg->handle);
+	xa_store(&dom->handles, arg->handle, r, GFP_KERNEL);
+	return 0;
+
+err_put:
+	md_region_put(r);
+	return ret == -EBUSY ? -ENOMEM : ret;
+}
+
+/* Drop @dom's handle; the region lives on while mappings hold it. */
+int md_region_free_handle(struct md_domain *dom, u32 handle)
+{
+	struct md_region *r = xa_erase(&dom->handles, handle);
+
+	if (!r)
+		return -ENOENT;
+	WRITE_ONCE(r->handle, 0);
+	md_region_put(r);
+	return 0;
+}
+
+/* Drop every handle of a domain that is going away. */
+void md_region_release_domain(struct md_domain *dom)
+{
+	struct md_region *r;
+	unsigned long h;
+
+	xa_for_each(&dom->handles, h, r) {
+		xa_erase(&dom->handles, h);
+		WRITE_ONCE(r->handle, 0);
+		md_region_put(r);
+	}
+	xa_destroy(&dom->handles);
+}
+
+/*
+ * The region behind mmap page offset @pgoff, with a reference, if @dom
+ * holds a handle to it; NULL otherwise (not there, another domain's, or
+ * freed and only mapped: all the same to the caller).
+ */
+struct md_region *md_region_lookup_mmap(struct md_domain *dom,
+					unsigned long pgoff)
+{
+	unsigned long id = pgoff >> (MD_MMAP_SHIFT - PAGE_SHIFT);
+	struct md_region *r;
+
+	if (!id || id > MD_MMAP_MAX_ID)
+		return NULL;
+	xa_lock(&dom->dev->mmap_ids);
+	r = xa_load(&dom->dev->mmap_ids, id);
+	if (r && (r->owner != dom->id || !READ_ONCE(r->handle) ||
+		  !kref_get_unless_zero(&r->ref)))
+		r = NULL;
+	xa_unlock(&dom->dev->mmap_ids);
+	return r;
+}
+
+u64 md_region_mmap_offset(const struct md_region *r)
+{
+	return (u64)r->mmap_id << MD_MMAP_SHIFT;
+}
