@@ -144,7 +144,12 @@ check-debug:
 	tools/check debug
 
 demo:
-	tools/demo
+	tools/demo/run
+
+# The demo's region walk-through (runs inside the VM; not installed).
+$(B)/demo/region: tools/demo/region.c $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
 
 bench:
 	@echo "bench: no benchmarks yet"

@@ -22,6 +22,9 @@ metadefctl --json info
 step "an unknown ioctl is refused, not ignored"
 metadefctl --device /dev/null info || echo "(exit status $?)"
 
+step "one region's life: ALLOC, mmap, write, FREE while mapped, munmap"
+region-demo 4M
+
 step "debugfs: /sys/kernel/debug/metadef/ (this shell holds a domain open)"
 exec 3<>/dev/metadef
 ls -l /sys/kernel/debug/metadef/
