@@ -58,7 +58,7 @@ HOST_BINS	:= $(HOST_SRCS:selftests/lib/%.c=$(B)/selftests/lib/%)
 KSFT_HDR	:= $(B)/ksft/kselftest_harness.h
 
 .PHONY: all module lib tools selftests selftests-kmod selftests-host check check-host check-vm \
-	check-debug demo bench install modules_install clean deps help
+	check-debug demo bench bench-buddy install modules_install clean deps help
 
 all: module lib tools selftests
 
@@ -151,8 +151,11 @@ $(B)/demo/region: tools/demo/region.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
 
-bench:
-	@echo "bench: no benchmarks yet"
+bench: bench-buddy
+
+# metadef's buddy allocator against the kernel's drm_buddy, in one VM run.
+bench-buddy:
+	tools/bench/buddy-bench
 
 # ---------------------------------------------------------------- install
 
