@@ -26,6 +26,9 @@ static inline uint64_t md_round_up(uint64_t v, uint64_t a)
 	return v + (a - r);
 }
 
+/* Tests only: plan without neighbour lists (interval tree path). */
+extern int md_plan_test_no_lists;
+
 /* A sort key and the index it belongs to. */
 struct md_kv {
 	uint64_t key;
@@ -37,5 +40,23 @@ struct md_kv {
  * the same everywhere). Equal keys keep their order. Return: 0 or -ENOMEM.
  */
 int md_sort_kv(struct md_kv *a, size_t n);
+
+/*
+ * Skyline over (compressed) time, see skyline.c. Buffer i covers the
+ * elementary segments [lo[i], hi[i]).
+ */
+struct md_skyline {
+	uint32_t *lo, *hi;
+	uint64_t *mx, *tag;
+	size_t nseg, size;
+};
+
+int md_skyline_init(struct md_skyline *s, const struct md_problem *p);
+void md_skyline_free(struct md_skyline *s);
+void md_skyline_reset(struct md_skyline *s);
+/* Highest top over buffer @i's lifetime. */
+uint64_t md_skyline_top(const struct md_skyline *s, uint32_t i);
+/* Raise the skyline over buffer @i's lifetime to at least @top. */
+void md_skyline_raise(struct md_skyline *s, uint32_t i, uint64_t top);
 
 #endif /* METADEF_PLAN_INTERNAL_H */

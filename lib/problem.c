@@ -74,54 +74,42 @@ MD_API uint64_t md_problem_total(const struct md_problem *p)
 	return t;
 }
 
-struct event {
-	uint64_t t;
-	int64_t delta;
-};
-
-static int event_cmp(const void *a, const void *b)
-{
-	const struct event *x = a, *y = b;
-
-	if (x->t != y->t)
-		return x->t < y->t ? -1 : 1;
-	/* Half-open: what ends at t is gone before what starts at t. */
-	return (x->delta > y->delta) - (x->delta < y->delta);
-}
-
 MD_API uint64_t md_problem_lower_bound(const struct md_problem *p,
 				       uint64_t *t_end)
 {
-	struct event *ev;
+	struct md_kv *lo, *up;
 	uint64_t live = 0, best = 0, end = 0;
-	size_t i;
+	size_t i, e = 0, n = p->n;
 
-	for (i = 0; i < p->n; i++)
+	for (i = 0; i < n; i++)
 		if (p->bufs[i].upper > end)
 			end = p->bufs[i].upper;
 	if (t_end)
 		*t_end = end;
-	ev = malloc(2 * p->n * sizeof(*ev) + 1);
-	if (!ev) {
+	lo = malloc((n + 1) * sizeof(*lo));
+	up = malloc((n + 1) * sizeof(*up));
+	for (i = 0; lo && up && i < n; i++) {
+		lo[i] = (struct md_kv){ p->bufs[i].lower, (uint32_t)i };
+		up[i] = (struct md_kv){ p->bufs[i].upper, (uint32_t)i };
+	}
+	if (!lo || !up || md_sort_kv(lo, n) || md_sort_kv(up, n)) {
 		/* Without memory, the largest buffer is still a bound. */
-		for (i = 0; i < p->n; i++)
+		for (i = 0; i < n; i++)
 			if (p->bufs[i].size > best)
 				best = p->bufs[i].size;
-		return best;
+		goto out;
 	}
-	for (i = 0; i < p->n; i++) {
-		ev[2 * i] = (struct event){ p->bufs[i].lower,
-					    (int64_t)p->bufs[i].size };
-		ev[2 * i + 1] = (struct event){ p->bufs[i].upper,
-						-(int64_t)p->bufs[i].size };
-	}
-	qsort(ev, 2 * p->n, sizeof(*ev), event_cmp);
-	for (i = 0; i < 2 * p->n; i++) {
-		live += (uint64_t)ev[i].delta;
+	/* Half-open: what ends at t is gone before what starts at t. */
+	for (i = 0; i < n; i++) {
+		while (up[e].key <= lo[i].key)
+			live -= p->bufs[up[e++].idx].size;
+		live += p->bufs[lo[i].idx].size;
 		if (live > best)
 			best = live;
 	}
-	free(ev);
+out:
+	free(lo);
+	free(up);
 	return best;
 }
 

@@ -124,17 +124,32 @@ enum md_strategy {
 	MD_STRAT_CONFLICT,	/* conflict degree (bytes alive alongside) */
 	MD_STRAT_AREA,		/* size x lifetime descending, best fit */
 	MD_STRAT_START,		/* start time ascending, best fit */
-	MD_STRAT_LOWEST,	/* dynamic: next buffer that fits lowest */
+	/*
+	 * Dynamic orders: next comes the buffer that fits lowest (first fit),
+	 * ties to the longest-lived, the earliest start, the latest end.
+	 * Keep these last.
+	 */
+	MD_STRAT_LOWEST_LONG,
+	MD_STRAT_LOWEST_EARLY,
+	MD_STRAT_LOWEST_LATE,
 	MD_STRAT_COUNT,
 	MD_STRAT_ALL = MD_STRAT_COUNT,	/* all of the above + improvement */
 };
 
 struct md_plan_opts {
-	/* MD_STRAT_ALL (default, 0-initialised opts use it) or one strategy */
+	/*
+	 * MD_STRAT_ALL or one strategy. With MD_STRAT_ALL, large dense
+	 * problems run only the strategies that fit a fixed work budget
+	 * (estimated from the number of time-overlapping pairs, never from
+	 * the clock) unless @exhaustive is set.
+	 */
 	int strategy;
-	/* Local improvement passes after the strategies; 0: default,
-	 * < 0: none. Deterministic: a fixed seed, a fixed number of passes. */
+	/*
+	 * Local search passes after the strategies (0: none). Each pass
+	 * re-places every buffer; deterministic (fixed seed).
+	 */
 	int improve;
+	int exhaustive;
 };
 
 struct md_plan {
@@ -145,14 +160,16 @@ struct md_plan {
 	uint64_t total;		/* md_problem_total(): no reuse */
 	int strategy;		/* the strategy that won */
 	int improved;		/* 1 when the improvement pass beat it */
-	uint64_t strategy_peak[MD_STRAT_COUNT];	/* 0: not run */
+	uint32_t ran;		/* bit (1 << strategy) for each one run */
+	uint64_t strategy_peak[MD_STRAT_COUNT];	/* peak of each one run */
 };
 
 /* Name of a strategy ("size-best", ...), "improved" or "?". */
 const char *md_strategy_name(int strategy);
 
 /*
- * md_plan_solve() - plan @p with the heuristics of @opts (NULL: defaults),
+ * md_plan_solve() - plan @p with the heuristics of @opts (NULL: all
+ * strategies within the work budget, no local search),
  * validate the result and fill @plan (release with md_plan_free()). The same
  * input and options always give the same plan.
  * Return: 0, -EINVAL (bad problem), -EFAULT (a solver produced an invalid

@@ -1,0 +1,1153 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Heuristic offset planning.
+ *
+ * Every strategy is an order in which buffers are placed plus a fit rule.
+ * Placing one buffer asks the interval tree (keyed by lifetime) for the
+ * placed buffers alive at the same time, sorts their memory ranges and
+ * scans the gaps between them: first fit takes the lowest gap, best fit the
+ * tightest one (or the top when no gap fits). All strategies run,
+ * the smallest peak wins, and a deterministic local search (move a buffer
+ * that touches the peak earlier in the order, re-place, keep if not worse)
+ * polishes the winner. Every plan is validated before it is returned.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <metadef/plan.h>
+
+#include "internal.h"
+#include "itree.h"
+#include "plan_internal.h"
+
+enum fit { FIT_FIRST, FIT_BEST };
+
+struct range {
+	uint64_t off, end;
+};
+
+/*
+ * The solver works on a copy of the problem sorted by lower end, so that
+ * buffers close in time are close in memory. Then the buffers alive with
+ * buffer i are those before it still alive at its start (a "backward"
+ * list, built by one sweep) and those after it that start before it ends
+ * (a contiguous range of indices, no list needed).
+ */
+#define BWD_MAX_ENTRIES (1u << 25)
+/*
+ * Up to this many neighbour entries in all, each pending buffer also keeps
+ * the memory ranges of its placed neighbours sorted by offset (insertion
+ * on every placement, mostly at the end): finding a gap is then one scan,
+ * no gathering, no sort.
+ */
+#define NB_MAX_ENTRIES (1u << 21)
+
+int md_plan_test_no_lists;
+
+struct pstate {
+	uint64_t off, end;
+	uint32_t epoch;		/* == placer epoch: placed in this pass */
+};
+
+struct placer {
+	const struct md_problem *p;	/* sorted by lower */
+	struct md_itree t;	/* lifetimes of placed buffers (no lists) */
+	uint32_t *bwd_start;	/* backward lists (CSR), or NULL */
+	uint32_t *bwd;
+	uint32_t *fwd_end;	/* forward neighbours: (i, fwd_end[i]) */
+	size_t *nb_start;	/* sorted placed neighbours, or NULL */
+	struct range *nb;
+	uint32_t *nb_len;
+	struct pstate *st;
+	uint32_t epoch;
+	uint32_t *ids;
+	struct range *rng;
+	struct range *cur;	/* overlapping(): rng or a part of nb */
+	size_t cap;		/* entries of ids and rng */
+	uint64_t peak;
+};
+
+/* One sweep in order of lower ends. Gives up (-E2BIG) when too dense. */
+static int build_lists(struct placer *pl)
+{
+	const struct md_problem *p = pl->p;
+	size_t n = p->n, i, j, na = 0, len = 0, cap = 1024;
+	struct range *act;	/* (upper, index) of the buffers alive */
+	int ret = -ENOMEM;
+
+	act = malloc((n + 1) * sizeof(*act));
+	pl->bwd_start = malloc((n + 1) * sizeof(*pl->bwd_start));
+	pl->fwd_end = malloc((n + 1) * sizeof(*pl->fwd_end));
+	pl->bwd = malloc(cap * sizeof(*pl->bwd));
+	if (!act || !pl->bwd_start || !pl->fwd_end || !pl->bwd)
+		goto out;
+	for (i = 0; i < n; i++) {
+		uint64_t lo = p->bufs[i].lower;
+		size_t k = 0;
+
+		for (j = 0; j < na; j++)
+			if (act[j].off > lo)
+				act[k++] = act[j];
+		na = k;
+		if (len + na > BWD_MAX_ENTRIES) {
+			ret = -E2BIG;
+			goto out;
+		}
+		if (len + na > cap) {
+			uint32_t *nb;
+
+			while (len + na > cap)
+				cap *= 2;
+			nb = realloc(pl->bwd, cap * sizeof(*nb));
+			if (!nb)
+				goto out;
+			pl->bwd = nb;
+		}
+		pl->bwd_start[i] = (uint32_t)len;
+		for (j = 0; j < na; j++)
+			pl->bwd[len++] = (uint32_t)act[j].end;
+		act[na].off = p->bufs[i].upper;
+		act[na].end = i;
+		na++;
+	}
+	pl->bwd_start[n] = (uint32_t)len;
+	/* fwd_end[i]: first j with lower_j >= upper_i (two pointers would
+	 * need sorted uppers; a binary search is as simple). */
+	for (i = 0; i < n; i++) {
+		size_t lo = i + 1, hi = n;
+
+		while (lo < hi) {
+			size_t m = lo + (hi - lo) / 2;
+
+			if (p->bufs[m].lower < p->bufs[i].upper)
+				lo = m + 1;
+			else
+				hi = m;
+		}
+		pl->fwd_end[i] = (uint32_t)lo;
+	}
+	ret = 0;
+out:
+	if (ret) {
+		free(pl->bwd_start);
+		free(pl->bwd);
+		free(pl->fwd_end);
+		pl->bwd_start = NULL;
+		pl->bwd = NULL;
+		pl->fwd_end = NULL;
+	}
+	free(act);
+	return ret;
+}
+
+static size_t degree(const struct placer *pl, uint32_t i)
+{
+	return pl->bwd_start[i + 1] - pl->bwd_start[i] +
+	       (pl->fwd_end[i] - i - 1);
+}
+
+static int placer_init(struct placer *pl, const struct md_problem *p)
+{
+	size_t i, total = 0;
+	int ret;
+
+	memset(pl, 0, sizeof(*pl));
+	pl->p = p;
+	pl->cap = 64;
+	pl->st = calloc(p->n + 1, sizeof(*pl->st));
+	pl->ids = malloc(pl->cap * sizeof(*pl->ids));
+	pl->rng = malloc(pl->cap * sizeof(*pl->rng));
+	if (!pl->st || !pl->ids || !pl->rng)
+		goto nomem;
+	ret = md_plan_test_no_lists ? -E2BIG : build_lists(pl);
+	if (ret == -ENOMEM)
+		goto nomem;
+	if (ret) {
+		if (md_itree_init(&pl->t, p->n))
+			goto nomem;
+		return 0;
+	}
+	for (i = 0; i < p->n; i++)
+		total += degree(pl, (uint32_t)i);
+	if (total <= NB_MAX_ENTRIES) {
+		pl->nb_start = malloc((p->n + 1) * sizeof(*pl->nb_start));
+		pl->nb = malloc((total + 1) * sizeof(*pl->nb));
+		pl->nb_len = calloc(p->n + 1, sizeof(*pl->nb_len));
+		if (!pl->nb_start || !pl->nb || !pl->nb_len) {
+			free(pl->nb_start);
+			free(pl->nb);
+			free(pl->nb_len);
+			pl->nb_start = NULL;
+			pl->nb = NULL;
+			pl->nb_len = NULL;
+		} else {
+			pl->nb_start[0] = 0;
+			for (i = 0; i < p->n; i++)
+				pl->nb_start[i + 1] = pl->nb_start[i] +
+						      degree(pl, (uint32_t)i);
+		}
+	}
+	return 0;
+nomem:
+	free(pl->st);
+	free(pl->ids);
+	free(pl->rng);
+	return -ENOMEM;
+}
+
+static void placer_free(struct placer *pl)
+{
+	md_itree_free(&pl->t);
+	free(pl->bwd_start);
+	free(pl->bwd);
+	free(pl->fwd_end);
+	free(pl->nb_start);
+	free(pl->nb);
+	free(pl->nb_len);
+	free(pl->st);
+	free(pl->ids);
+	free(pl->rng);
+}
+
+static void placer_reset(struct placer *pl)
+{
+	if (!pl->bwd_start)
+		md_itree_clear(&pl->t);
+	if (pl->nb_len)
+		memset(pl->nb_len, 0, pl->p->n * sizeof(*pl->nb_len));
+	if (++pl->epoch == 0) {
+		size_t i;
+
+		for (i = 0; i < pl->p->n; i++)
+			pl->st[i].epoch = 0;
+		pl->epoch = 1;
+	}
+	pl->peak = 0;
+}
+
+static inline int is_placed(const struct placer *pl, uint32_t x)
+{
+	return pl->st[x].epoch == pl->epoch;
+}
+
+static int grow(struct placer *pl, size_t k)
+{
+	size_t cap = 2 * k;
+	uint32_t *ni = realloc(pl->ids, cap * sizeof(*ni));
+	struct range *nr;
+
+	if (!ni)
+		return -ENOMEM;
+	pl->ids = ni;
+	nr = realloc(pl->rng, cap * sizeof(*nr));
+	if (!nr)
+		return -ENOMEM;
+	pl->rng = nr;
+	pl->cap = cap;
+	return 0;
+}
+
+static void swap_range(struct range *a, struct range *b)
+{
+	struct range t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+/* Sort by offset: quicksort (median of three) down to insertion sort. */
+static void sort_ranges(struct range *r, size_t k)
+{
+	size_t i, j;
+
+	while (k > 16) {
+		uint64_t pivot;
+		size_t m = k / 2;
+
+		if (r[m].off < r[0].off)
+			swap_range(&r[m], &r[0]);
+		if (r[k - 1].off < r[0].off)
+			swap_range(&r[k - 1], &r[0]);
+		if (r[k - 1].off < r[m].off)
+			swap_range(&r[k - 1], &r[m]);
+		pivot = r[m].off;
+		i = 0;
+		j = k - 1;
+		for (;;) {
+			while (r[i].off < pivot)
+				i++;
+			while (r[j].off > pivot)
+				j--;
+			if (i >= j)
+				break;
+			swap_range(&r[i], &r[j]);
+			i++;
+			j--;
+		}
+		/* Recurse into the smaller part, loop on the larger. */
+		if (j + 1 < k - j - 1) {
+			sort_ranges(r, j + 1);
+			r += j + 1;
+			k -= j + 1;
+		} else {
+			sort_ranges(r + j + 1, k - j - 1);
+			k = j + 1;
+		}
+	}
+	for (i = 1; i < k; i++) {
+		struct range x = r[i];
+
+		for (j = i; j > 0 && r[j - 1].off > x.off; j--)
+			r[j] = r[j - 1];
+		r[j] = x;
+	}
+}
+
+/* Memory ranges of the placed buffers alive with @b, sorted by offset. */
+static inline void add_range(struct placer *pl, uint32_t x, size_t *m)
+{
+	const struct pstate *st = &pl->st[x];
+
+	if (st->epoch == pl->epoch && st->end > st->off) {
+		pl->rng[*m].off = st->off;
+		pl->rng[*m].end = st->end;
+		(*m)++;
+	}
+}
+
+static int overlapping(struct placer *pl, uint32_t bx, size_t *nk)
+{
+	const struct md_buffer *b = &pl->p->bufs[bx];
+	size_t k, i, m = 0;
+
+	if (pl->nb) {
+		pl->cur = &pl->nb[pl->nb_start[bx]];
+		*nk = pl->nb_len[bx];
+		return 0;
+	}
+	pl->cur = pl->rng;
+	if (pl->bwd_start) {
+		uint32_t a = pl->bwd_start[bx], e = pl->bwd_start[bx + 1];
+
+		k = degree(pl, bx);
+		if (k > pl->cap && grow(pl, k))
+			return -ENOMEM;
+		for (; a < e; a++)
+			add_range(pl, pl->bwd[a], &m);
+		for (a = bx + 1; a < pl->fwd_end[bx]; a++)
+			add_range(pl, a, &m);
+		sort_ranges(pl->rng, m);
+		*nk = m;
+		return 0;
+	}
+	for (;;) {
+		k = md_itree_collect(&pl->t, b->lower, b->upper, pl->ids,
+				     pl->cap);
+		if (k <= pl->cap)
+			break;
+		if (grow(pl, k))
+			return -ENOMEM;
+	}
+	for (i = 0; i < k; i++)
+		add_range(pl, pl->ids[i], &m);
+	sort_ranges(pl->rng, m);
+	*nk = m;
+	return 0;
+}
+
+/* The offset @fit picks for @b among the placed buffers. */
+static int find_offset(struct placer *pl, uint32_t bx, enum fit fit,
+		       uint64_t *out)
+{
+	const struct md_buffer *b = &pl->p->bufs[bx];
+	uint64_t cur = 0, best = UINT64_MAX, best_len = UINT64_MAX, a;
+	size_t k, i;
+	int ret;
+
+	ret = overlapping(pl, bx, &k);
+	if (ret)
+		return ret;
+	for (i = 0; i < k; i++) {
+		const struct range *r = &pl->cur[i];
+
+		if (r->off > cur) {
+			a = md_round_up(cur, b->align);
+			if (a <= r->off && r->off - a >= b->size) {
+				if (fit == FIT_FIRST) {
+					*out = a;
+					return 0;
+				}
+				if (r->off - cur < best_len) {
+					best_len = r->off - cur;
+					best = a;
+				}
+			}
+		}
+		if (r->end > cur)
+			cur = r->end;
+	}
+	a = md_round_up(cur, b->align);
+	*out = best != UINT64_MAX ? best : a;
+	return 0;
+}
+
+/* Insert [off, end) into the sorted list of pending buffer y. */
+static void nb_insert(struct placer *pl, uint32_t y, uint64_t off,
+		      uint64_t end)
+{
+	struct range *l = &pl->nb[pl->nb_start[y]];
+	uint32_t n = pl->nb_len[y], lo = 0, hi = n;
+
+	if (n && l[n - 1].off > off) {
+		while (lo < hi) {
+			uint32_t m = lo + (hi - lo) / 2;
+
+			if (l[m].off <= off)
+				lo = m + 1;
+			else
+				hi = m;
+		}
+		memmove(&l[lo + 1], &l[lo], (n - lo) * sizeof(*l));
+	} else {
+		lo = n;
+	}
+	l[lo].off = off;
+	l[lo].end = end;
+	pl->nb_len[y] = n + 1;
+}
+
+static int place(struct placer *pl, uint32_t x, uint64_t off)
+{
+	const struct md_buffer *b = &pl->p->bufs[x];
+	uint32_t a;
+
+	pl->st[x].off = off;
+	pl->st[x].end = off + b->size;
+	pl->st[x].epoch = pl->epoch;
+	if (off + b->size > pl->peak && b->size)
+		pl->peak = off + b->size;
+	if (pl->nb && b->size) {
+		for (a = pl->bwd_start[x]; a < pl->bwd_start[x + 1]; a++)
+			if (!is_placed(pl, pl->bwd[a]))
+				nb_insert(pl, pl->bwd[a], off, off + b->size);
+		for (a = x + 1; a < pl->fwd_end[x]; a++)
+			if (!is_placed(pl, a))
+				nb_insert(pl, a, off, off + b->size);
+	}
+	if (pl->bwd_start)
+		return 0;
+	return md_itree_insert(&pl->t, x, b->lower, b->upper);
+}
+
+/* Fixed buffers go first, where they are told. */
+static int place_fixed(struct placer *pl)
+{
+	size_t i;
+	int ret;
+
+	for (i = 0; i < pl->p->n; i++) {
+		if (!(pl->p->bufs[i].flags & MD_BUF_FIXED))
+			continue;
+		ret = place(pl, (uint32_t)i, pl->p->bufs[i].offset);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Place the free buffers in @order (fixed ones are skipped). */
+static int place_order(struct placer *pl, const uint32_t *order, size_t n,
+		       enum fit fit)
+{
+	size_t i;
+	int ret;
+
+	placer_reset(pl);
+	ret = place_fixed(pl);
+	for (i = 0; !ret && i < n; i++) {
+		uint32_t x = order[i];
+		uint64_t off;
+
+		if (pl->p->bufs[x].flags & MD_BUF_FIXED)
+			continue;
+		ret = find_offset(pl, x, fit, &off);
+		if (!ret)
+			ret = place(pl, x, off);
+	}
+	return ret;
+}
+
+/* ------------------------------------------------------------ orders */
+
+/*
+ * Sort @order by @key descending, ties by @tie descending, then by index:
+ * two stable radix passes.
+ */
+static int order_by(uint32_t *order, size_t n, const uint64_t *key,
+		    const uint64_t *tie, struct md_kv *kv)
+{
+	size_t i;
+	int ret;
+
+	for (i = 0; i < n; i++)
+		kv[i] = (struct md_kv){ ~tie[i], (uint32_t)i };
+	ret = md_sort_kv(kv, n);
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++)
+		kv[i].key = ~key[kv[i].idx];
+	ret = md_sort_kv(kv, n);
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++)
+		order[i] = kv[i].idx;
+	return 0;
+}
+
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+
+	return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+/* Index of the first element of sorted @a (n entries) that is > @v. */
+static size_t upper_idx(const struct md_kv *a, size_t n, uint64_t v)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (a[mid].key <= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Bytes alive at some time alongside each buffer (itself included):
+ * sum of sizes with lower < upper_b minus those with upper <= lower_b,
+ * from prefix sums over the sorted ends. O(n log n).
+ */
+static int conflict_bytes(const struct md_problem *p, uint64_t *out)
+{
+	struct md_kv *lo, *up;
+	uint64_t *slo, *sup;
+	size_t i, n = p->n;
+	int ret = -ENOMEM;
+
+	lo = malloc((n + 1) * sizeof(*lo));
+	up = malloc((n + 1) * sizeof(*up));
+	slo = malloc((n + 1) * sizeof(*slo));
+	sup = malloc((n + 1) * sizeof(*sup));
+	if (!lo || !up || !slo || !sup)
+		goto out;
+	for (i = 0; i < n; i++) {
+		lo[i] = (struct md_kv){ p->bufs[i].lower, (uint32_t)i };
+		up[i] = (struct md_kv){ p->bufs[i].upper, (uint32_t)i };
+	}
+	if (md_sort_kv(lo, n) || md_sort_kv(up, n))
+		goto out;
+	slo[0] = sup[0] = 0;
+	for (i = 0; i < n; i++) {
+		slo[i + 1] = slo[i] + p->bufs[lo[i].idx].size;
+		sup[i + 1] = sup[i] + p->bufs[up[i].idx].size;
+	}
+	for (i = 0; i < n; i++) {
+		const struct md_buffer *b = &p->bufs[i];
+		/* lower < upper_b  <=>  lower <= upper_b - 1 */
+		size_t a = upper_idx(lo, n, b->upper - 1);
+		size_t d = upper_idx(up, n, b->lower);
+
+		out[i] = slo[a] - sup[d];
+	}
+	ret = 0;
+out:
+	free(lo);
+	free(up);
+	free(slo);
+	free(sup);
+	return ret;
+}
+
+static int make_order(const struct md_problem *p, int strat, uint32_t *order,
+		      uint64_t *key, uint64_t *tie, struct md_kv *kv)
+{
+	size_t i, n = p->n;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		const struct md_buffer *b = &p->bufs[i];
+		uint64_t life = b->upper - b->lower;
+
+		switch (strat) {
+		case MD_STRAT_SIZE_BEST:
+		case MD_STRAT_SIZE_FIRST:
+			key[i] = b->size;
+			tie[i] = life;
+			break;
+		case MD_STRAT_LIFETIME:
+			key[i] = life;
+			tie[i] = b->size;
+			break;
+		case MD_STRAT_AREA:
+			key[i] = sat_mul(b->size, life);
+			tie[i] = b->size;
+			break;
+		case MD_STRAT_START:
+			key[i] = ~b->lower;
+			tie[i] = b->size;
+			break;
+		default:
+			tie[i] = b->size;
+			break;
+		}
+	}
+	if (strat == MD_STRAT_CONFLICT) {
+		ret = conflict_bytes(p, key);
+		if (ret)
+			return ret;
+	}
+	return order_by(order, n, key, tie, kv);
+}
+
+/* ------------------------------------------------------------ lowest */
+
+struct hent {
+	uint64_t off;
+	uint64_t tie, tie2;	/* smaller first */
+	uint32_t idx;
+};
+
+static int hent_less(const struct hent *a, const struct hent *b)
+{
+	if (a->off != b->off)
+		return a->off < b->off;
+	if (a->tie != b->tie)
+		return a->tie < b->tie;
+	if (a->tie2 != b->tie2)
+		return a->tie2 < b->tie2;
+	return a->idx < b->idx;
+}
+
+static void heap_push(struct hent *h, size_t *n, struct hent e)
+{
+	size_t i = (*n)++;
+
+	while (i) {
+		size_t up = (i - 1) / 2;
+
+		if (!hent_less(&e, &h[up]))
+			break;
+		h[i] = h[up];
+		i = up;
+	}
+	h[i] = e;
+}
+
+static struct hent heap_pop(struct hent *h, size_t *n)
+{
+	struct hent top = h[0], e = h[--(*n)];
+	size_t i = 0;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && hent_less(&h[c + 1], &h[c]))
+			c++;
+		if (!hent_less(&h[c], &e))
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	if (*n)
+		h[i] = e;
+	return top;
+}
+
+/* Heap keys of the lowest-first strategies: smaller goes first on ties. */
+static void lowest_ties(const struct md_buffer *b, int strat, uint64_t *t1,
+			uint64_t *t2)
+{
+	uint64_t life = b->upper - b->lower;
+
+	switch (strat) {
+	case MD_STRAT_LOWEST_EARLY:	/* earliest start, then longest */
+		*t1 = b->lower;
+		*t2 = ~life;
+		break;
+	case MD_STRAT_LOWEST_LATE:	/* latest end, then longest */
+		*t1 = ~b->upper;
+		*t2 = ~life;
+		break;
+	default:			/* longest, then largest */
+		*t1 = ~life;
+		*t2 = ~b->size;
+		break;
+	}
+}
+
+/* Pending buffers whose cached lowest offset a new block overlaps. */
+struct stale_ctx {
+	const struct md_problem *p;
+	const uint64_t *cached;
+	uint8_t *stale;
+	uint64_t off, end;
+};
+
+static int mark_stale(void *arg, uint32_t y)
+{
+	struct stale_ctx *c = arg;
+	uint64_t sz = c->p->bufs[y].size;
+
+	if (sz && c->cached[y] < c->end && c->cached[y] + sz > c->off)
+		c->stale[y] = 1;
+	return 0;
+}
+
+/*
+ * Dynamic order: always place next the buffer that can go lowest (first
+ * fit), ties broken per @strat. A buffer's lowest offset only grows as
+ * others are placed, and only when a new block covers it: a second tree
+ * holds the lifetimes of the pending buffers, each placement marks the
+ * pending buffers it invalidates, and only those are re-evaluated when
+ * they reach the top of the heap. The order it ends up with goes to
+ * @order.
+ */
+static int place_lowest(struct placer *pl, int strat, uint32_t *order,
+			uint64_t *cached)
+{
+	const struct md_problem *p = pl->p;
+	struct stale_ctx sc = { p, cached, NULL, 0, 0 };
+	struct md_itree pend;
+	struct hent *h;
+	size_t hn = 0, i, k = 0;
+	int ret;
+
+	h = malloc((p->n + 1) * sizeof(*h));
+	sc.stale = malloc(p->n + 1);
+	if (!h || !sc.stale || md_itree_init(&pend, p->n)) {
+		free(h);
+		free(sc.stale);
+		return -ENOMEM;
+	}
+	placer_reset(pl);
+	ret = place_fixed(pl);
+	for (i = 0; i < p->n && !ret; i++) {
+		const struct md_buffer *b = &p->bufs[i];
+		struct hent e = { 0, 0, 0, (uint32_t)i };
+
+		if (b->flags & MD_BUF_FIXED)
+			continue;
+		lowest_ties(b, strat, &e.tie, &e.tie2);
+		ret = find_offset(pl, (uint32_t)i, FIT_FIRST, &e.off);
+		cached[i] = e.off;
+		sc.stale[i] = 0;
+		heap_push(h, &hn, e);
+		if (!ret && !pl->bwd_start)
+			ret = md_itree_insert(&pend, (uint32_t)i, b->lower,
+					      b->upper);
+	}
+	while (hn && !ret) {
+		struct hent e = heap_pop(h, &hn);
+		const struct md_buffer *b = &p->bufs[e.idx];
+
+		if (sc.stale[e.idx]) {
+			ret = find_offset(pl, e.idx, FIT_FIRST, &e.off);
+			if (ret)
+				break;
+			sc.stale[e.idx] = 0;
+			if (e.off != cached[e.idx]) {
+				cached[e.idx] = e.off;
+				heap_push(h, &hn, e);
+				continue;
+			}
+		}
+		if (!pl->bwd_start)
+			md_itree_remove(&pend, e.idx);
+		ret = place(pl, e.idx, e.off);
+		order[k++] = e.idx;
+		if (ret || !b->size)
+			continue;
+		sc.off = e.off;
+		sc.end = e.off + b->size;
+		if (pl->bwd_start) {
+			uint32_t a;
+
+			for (a = pl->bwd_start[e.idx];
+			     a < pl->bwd_start[e.idx + 1]; a++)
+				if (!is_placed(pl, pl->bwd[a]))
+					mark_stale(&sc, pl->bwd[a]);
+			for (a = e.idx + 1; a < pl->fwd_end[e.idx]; a++)
+				if (!is_placed(pl, a))
+					mark_stale(&sc, a);
+		} else {
+			md_itree_query(&pend, b->lower, b->upper, mark_stale,
+				       &sc);
+		}
+	}
+	md_itree_free(&pend);
+	free(h);
+	free(sc.stale);
+	return ret;
+}
+
+/* ------------------------------------------------------------ driver */
+
+MD_API const char *md_strategy_name(int strategy)
+{
+	static const char *const names[MD_STRAT_COUNT] = {
+		[MD_STRAT_SIZE_BEST] = "size-best-fit",
+		[MD_STRAT_SIZE_FIRST] = "size-first-fit",
+		[MD_STRAT_LIFETIME] = "lifetime",
+		[MD_STRAT_CONFLICT] = "conflict",
+		[MD_STRAT_AREA] = "area",
+		[MD_STRAT_START] = "start",
+		[MD_STRAT_LOWEST_LONG] = "lowest-long",
+		[MD_STRAT_LOWEST_EARLY] = "lowest-early",
+		[MD_STRAT_LOWEST_LATE] = "lowest-late",
+	};
+
+	if (strategy >= 0 && strategy < MD_STRAT_COUNT)
+		return names[strategy];
+	return "?";
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+struct solver {
+	const struct md_problem *p;	/* the sorted copy */
+	struct placer pl;
+	uint32_t *order, *best_order, *trial;
+	uint64_t *key, *tie;
+	struct md_kv *kv;
+	uint64_t *best_off;
+	uint64_t best_peak;
+	int best_strat;
+	int improved;
+	enum fit best_fit;
+};
+
+static void keep_if_better(struct solver *s, const uint32_t *order, int strat,
+			   enum fit fit)
+{
+	size_t n = s->p->n, i;
+
+	if (s->pl.peak >= s->best_peak)
+		return;
+	s->best_peak = s->pl.peak;
+	if (strat == MD_STRAT_COUNT) {
+		s->improved = 1;
+	} else {
+		s->best_strat = strat;
+		s->improved = 0;
+	}
+	s->best_fit = fit;
+	for (i = 0; i < n; i++)
+		s->best_off[i] = s->pl.st[i].off;
+	memcpy(s->best_order, order, n * sizeof(*order));
+}
+
+static int run_strategy(struct solver *s, int strat, struct md_plan *plan)
+{
+	enum fit fit = strat == MD_STRAT_SIZE_FIRST ? FIT_FIRST : FIT_BEST;
+	size_t n = s->p->n;
+	int ret;
+
+	if (strat >= MD_STRAT_LOWEST_LONG) {
+		ret = place_lowest(&s->pl, strat, s->order, s->key);
+		fit = FIT_FIRST;
+	} else {
+		ret = make_order(s->p, strat, s->order, s->key, s->tie, s->kv);
+		if (!ret)
+			ret = place_order(&s->pl, s->order, n, fit);
+	}
+	if (ret)
+		return ret;
+	plan->strategy_peak[strat] = s->pl.peak;
+	plan->ran |= 1u << strat;
+	keep_if_better(s, s->order, strat, fit);
+	return 0;
+}
+
+static int at_peak(const struct solver *s, uint32_t x, uint64_t peak)
+{
+	return s->pl.st[x].end == peak && s->p->bufs[x].size;
+}
+
+/*
+ * Local search on the winning order: take a buffer whose block touches the
+ * peak (or, every other try, any buffer), move it to an earlier position,
+ * re-place everything; keep the new order when the peak does not grow
+ * (plateaus let the search drift). Fixed seed and pass count: the same
+ * problem always gives the same plan.
+ */
+static int improve(struct solver *s, int passes)
+{
+	size_t n = s->p->n, i;
+	uint64_t seed = 0x2545f4914f6cdd1dULL ^ n;
+	uint64_t cur_peak = s->best_peak;
+	int pass, ret;
+
+	if (n < 2)
+		return 0;
+	memcpy(s->order, s->best_order, n * sizeof(*s->order));
+	ret = place_order(&s->pl, s->order, n, s->best_fit);
+	if (ret)
+		return ret;
+	for (pass = 0; pass < passes; pass++) {
+		size_t from, to, cnt = 0, pick;
+		uint32_t x;
+
+		if (pass & 1) {
+			from = xorshift(&seed) % n;
+		} else {
+			for (i = 0; i < n; i++)
+				cnt += at_peak(s, s->order[i], cur_peak);
+			if (!cnt)
+				continue;
+			pick = xorshift(&seed) % cnt;
+			for (from = 0; from < n; from++)
+				if (at_peak(s, s->order[from], cur_peak) &&
+				    !pick--)
+					break;
+		}
+		if (!from)
+			continue;
+		to = xorshift(&seed) % from;
+		memcpy(s->trial, s->order, n * sizeof(*s->trial));
+		x = s->trial[from];
+		memmove(&s->trial[to + 1], &s->trial[to],
+			(from - to) * sizeof(*s->trial));
+		s->trial[to] = x;
+		ret = place_order(&s->pl, s->trial, n, s->best_fit);
+		if (ret)
+			return ret;
+		if (s->pl.peak <= cur_peak) {
+			uint32_t *t = s->order;
+
+			s->order = s->trial;
+			s->trial = t;
+			cur_peak = s->pl.peak;
+			if (cur_peak < s->best_peak)
+				keep_if_better(s, s->order, MD_STRAT_COUNT,
+					       s->best_fit);
+		} else {
+			/* Back to the placement of the current order. */
+			ret = place_order(&s->pl, s->order, n, s->best_fit);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+static int check_problem(const struct md_problem *p)
+{
+	size_t i;
+
+	if (p->n >= MD_ITREE_NIL)
+		return -ERANGE;
+	for (i = 0; i < p->n; i++) {
+		const struct md_buffer *b = &p->bufs[i];
+
+		if (b->upper <= b->lower || !b->align)
+			return -EINVAL;
+		if ((b->flags & MD_BUF_FIXED) &&
+		    (b->offset % b->align || b->offset + b->size < b->offset))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * Strategies in the order they are tried when the work budget does not
+ * allow all of them: the dynamic ones win most often on hard inputs but
+ * cost several placements' worth of work each.
+ */
+static const int strat_priority[MD_STRAT_COUNT] = {
+	MD_STRAT_LOWEST_LONG, MD_STRAT_LOWEST_EARLY, MD_STRAT_LOWEST_LATE,
+	MD_STRAT_SIZE_FIRST, MD_STRAT_SIZE_BEST, MD_STRAT_CONFLICT,
+	MD_STRAT_LIFETIME, MD_STRAT_AREA, MD_STRAT_START,
+};
+
+/* Work budget of one md_plan_solve() in neighbour visits (see below). */
+#define WORK_BUDGET (1ull << 22)
+
+/* Estimated neighbour visits of one strategy. */
+static uint64_t strat_cost(const struct placer *pl, int strat)
+{
+	uint64_t e = pl->p->n;
+	size_t i;
+
+	if (pl->bwd_start)
+		for (i = 0; i < pl->p->n; i++)
+			e += degree(pl, (uint32_t)i);
+	else
+		e *= 256;	/* too dense for lists: expensive */
+	return strat >= MD_STRAT_LOWEST_LONG ? 6 * e : e;
+}
+
+static int run_all(struct solver *s, const struct md_plan_opts *o,
+		   struct md_plan *plan)
+{
+	uint64_t spent = 0;
+	int i, ran = 0, ret;
+
+	for (i = 0; i < MD_STRAT_COUNT; i++) {
+		int strat = strat_priority[i];
+		uint64_t c = strat_cost(&s->pl, strat);
+
+		if (!o->exhaustive && spent + c > WORK_BUDGET)
+			continue;
+		ret = run_strategy(s, strat, plan);
+		if (ret)
+			return ret;
+		spent += c;
+		ran++;
+	}
+	if (!ran)
+		return run_strategy(s, MD_STRAT_SIZE_FIRST, plan);
+	return 0;
+}
+
+/* The problem sorted by lower end (stable), and the original indices. */
+static int sorted_copy(const struct md_problem *p, struct md_problem *q,
+		       uint32_t **idx)
+{
+	struct md_kv *kv;
+	size_t i;
+
+	md_problem_init(q);
+	kv = malloc((p->n + 1) * sizeof(*kv));
+	q->bufs = malloc((p->n + 1) * sizeof(*q->bufs));
+	*idx = malloc((p->n + 1) * sizeof(**idx));
+	if (!kv || !q->bufs || !*idx)
+		goto nomem;
+	for (i = 0; i < p->n; i++)
+		kv[i] = (struct md_kv){ p->bufs[i].lower, (uint32_t)i };
+	if (md_sort_kv(kv, p->n))
+		goto nomem;
+	for (i = 0; i < p->n; i++) {
+		q->bufs[i] = p->bufs[kv[i].idx];
+		q->bufs[i].id = NULL;
+		(*idx)[i] = kv[i].idx;
+	}
+	q->n = q->cap = p->n;
+	free(kv);
+	return 0;
+nomem:
+	free(kv);
+	free(q->bufs);
+	free(*idx);
+	q->bufs = NULL;
+	*idx = NULL;
+	return -ENOMEM;
+}
+
+MD_API int md_plan_solve(const struct md_problem *p,
+			 const struct md_plan_opts *opts,
+			 struct md_plan *plan)
+{
+	struct md_plan_opts def = { MD_STRAT_ALL, 0, 0 };
+	struct md_problem q;
+	uint32_t *idx = NULL;
+	uint64_t *off = NULL;
+	struct solver s;
+	size_t n = p->n, i;
+	int ret;
+
+	memset(plan, 0, sizeof(*plan));
+	if (!opts)
+		opts = &def;
+	if (opts->strategy < 0 || opts->strategy > MD_STRAT_ALL)
+		return -EINVAL;
+	ret = check_problem(p);
+	if (ret)
+		return ret;
+	ret = sorted_copy(p, &q, &idx);
+	if (ret)
+		return ret;
+	memset(&s, 0, sizeof(s));
+	s.p = &q;
+	s.best_peak = UINT64_MAX;
+	s.best_strat = -1;
+	ret = placer_init(&s.pl, &q);
+	if (ret) {
+		free(q.bufs);
+		free(idx);
+		return ret;
+	}
+
+	s.order = malloc((n + 1) * sizeof(*s.order));
+	s.best_order = malloc((n + 1) * sizeof(*s.best_order));
+	s.trial = malloc((n + 1) * sizeof(*s.trial));
+	s.key = malloc((n + 1) * sizeof(*s.key));
+	s.tie = malloc((n + 1) * sizeof(*s.tie));
+	s.kv = malloc((n + 1) * sizeof(*s.kv));
+	s.best_off = calloc(n + 1, sizeof(*s.best_off));
+	off = calloc(n + 1, sizeof(*off));
+	ret = -ENOMEM;
+	if (!s.order || !s.best_order || !s.trial || !s.key || !s.tie ||
+	    !s.kv || !s.best_off || !off)
+		goto out;
+
+	if (opts->strategy == MD_STRAT_ALL)
+		ret = run_all(&s, opts, plan);
+	else
+		ret = run_strategy(&s, opts->strategy, plan);
+	if (!ret && opts->improve > 0)
+		ret = improve(&s, opts->improve);
+	if (ret)
+		goto out;
+	if (!n)
+		s.best_peak = 0;
+	for (i = 0; i < n; i++)
+		off[idx[i]] = s.best_off[i];
+
+	ret = md_plan_validate(p, off, NULL);
+	if (ret) {
+		ret = ret == -ENOMEM ? ret : -EFAULT;
+		goto out;
+	}
+	plan->offsets = off;
+	off = NULL;
+	plan->n = n;
+	plan->peak = s.best_peak;
+	plan->lower_bound = md_problem_lower_bound(p, NULL);
+	plan->total = md_problem_total(p);
+	plan->improved = s.improved;
+	plan->strategy = s.best_strat;
+	ret = 0;
+out:
+	placer_free(&s.pl);
+	free(s.order);
+	free(s.best_order);
+	free(s.trial);
+	free(s.key);
+	free(s.tie);
+	free(s.kv);
+	free(s.best_off);
+	free(off);
+	free(q.bufs);
+	free(idx);
+	return ret;
+}
+
+MD_API void md_plan_free(struct md_plan *plan)
+{
+	free(plan->offsets);
+	memset(plan, 0, sizeof(*plan));
+}
