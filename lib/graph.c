@@ -1,0 +1,858 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Usage graphs: parsing, lifetimes, in-place and contiguity, barriers, and
+ * the reuse levels (see include/metadef/graph.h for the format).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <metadef/graph.h>
+#include <metadef/metadef.h>
+
+#include "internal.h"
+#include "plan_internal.h"
+
+struct tensor {
+	char *name;
+	uint64_t size, align;	/* align 0: the graph's default */
+	uint32_t flags;		/* MD_T_* */
+	int def;		/* step of the producing op, -1: input */
+	int last_use;		/* last step reading it, -1: none */
+	int inplace_of;		/* input it may overwrite, or -1 */
+	int group;		/* contiguity group, or -1 */
+};
+
+struct md_graph {
+	struct tensor *t;
+	size_t nt, tcap;
+	int nsteps;
+	int *stage;		/* stage of each step */
+	size_t stage_cap;
+	int nstages;
+	int parallel;
+	uint64_t align;		/* default alignment */
+	int **groups;		/* contiguity groups: -1 terminated */
+	size_t ngroups;
+	/* name -> tensor id + 1 (0: empty), open addressing */
+	int *slot;
+	size_t mask;
+};
+
+MD_API int md_graph_new(struct md_graph **gp)
+{
+	struct md_graph *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return -ENOMEM;
+	g->mask = 255;
+	g->slot = calloc(g->mask + 1, sizeof(*g->slot));
+	if (!g->slot) {
+		free(g);
+		return -ENOMEM;
+	}
+	g->align = 1;
+	*gp = g;
+	return 0;
+}
+
+MD_API void md_graph_free(struct md_graph *g)
+{
+	size_t i;
+
+	if (!g)
+		return;
+	for (i = 0; i < g->nt; i++)
+		free(g->t[i].name);
+	for (i = 0; i < g->ngroups; i++)
+		free(g->groups[i]);
+	free(g->groups);
+	free(g->t);
+	free(g->stage);
+	free(g->slot);
+	free(g);
+}
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+MD_API int md_graph_find(const struct md_graph *g, const char *name)
+{
+	size_t i = name_hash(name) & g->mask;
+
+	for (; g->slot[i]; i = (i + 1) & g->mask)
+		if (!strcmp(g->t[g->slot[i] - 1].name, name))
+			return g->slot[i] - 1;
+	return -ENOENT;
+}
+
+static int rehash(struct md_graph *g)
+{
+	size_t mask = 2 * g->mask + 1, i;
+	int *slot = calloc(mask + 1, sizeof(*slot));
+
+	if (!slot)
+		return -ENOMEM;
+	for (i = 0; i < g->nt; i++) {
+		size_t k = name_hash(g->t[i].name) & mask;
+
+		while (slot[k])
+			k = (k + 1) & mask;
+		slot[k] = (int)i + 1;
+	}
+	free(g->slot);
+	g->slot = slot;
+	g->mask = mask;
+	return 0;
+}
+
+static int valid_name(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("_.-/", *s))
+			return 0;
+	return 1;
+}
+
+static int new_tensor(struct md_graph *g, const char *name, uint64_t size,
+		      uint64_t align, int def)
+{
+	struct tensor *t;
+	size_t k;
+
+	if (!name || !valid_name(name) || (align & (align - 1)))
+		return -EINVAL;
+	if (md_graph_find(g, name) >= 0)
+		return -EEXIST;
+	if (g->nt >= INT32_MAX - 1)
+		return -ERANGE;
+	if (g->nt == g->tcap) {
+		size_t cap = g->tcap ? 2 * g->tcap : 64;
+		struct tensor *n = realloc(g->t, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		g->t = n;
+		g->tcap = cap;
+	}
+	if (2 * (g->nt + 1) > g->mask && rehash(g))
+		return -ENOMEM;
+	t = &g->t[g->nt];
+	memset(t, 0, sizeof(*t));
+	t->name = strdup(name);
+	if (!t->name)
+		return -ENOMEM;
+	t->size = size;
+	t->align = align;
+	t->def = def;
+	t->last_use = -1;
+	t->inplace_of = -1;
+	t->group = -1;
+	k = name_hash(name) & g->mask;
+	while (g->slot[k])
+		k = (k + 1) & g->mask;
+	g->slot[k] = (int)g->nt + 1;
+	return (int)g->nt++;
+}
+
+static int new_step(struct md_graph *g)
+{
+	if (g->nsteps >= INT32_MAX - 1)
+		return -ERANGE;
+	if ((size_t)g->nsteps == g->stage_cap) {
+		size_t cap = g->stage_cap ? 2 * g->stage_cap : 64;
+		int *n = realloc(g->stage, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		g->stage = n;
+		g->stage_cap = cap;
+	}
+	g->stage[g->nsteps] = g->nstages;
+	return g->nsteps++;
+}
+
+MD_API int md_graph_set_device(struct md_graph *g, enum md_device dev,
+			       const struct md_align_cfg *cfg)
+{
+	struct md_align_cfg def;
+
+	if (!cfg) {
+		md_align_cfg_default(&def);
+		cfg = &def;
+	}
+	if ((unsigned int)dev >= MD_DEV_COUNT)
+		return -EINVAL;
+	g->align = md_align_for(cfg, dev, 0);
+	return 0;
+}
+
+MD_API int md_graph_set_parallel(struct md_graph *g, int parallel)
+{
+	g->parallel = !!parallel;
+	return 0;
+}
+
+MD_API int md_graph_input(struct md_graph *g, const char *name,
+			  uint64_t size, uint64_t align)
+{
+	int id = new_tensor(g, name, size, align, -1);
+
+	if (id >= 0)
+		g->t[id].flags |= MD_T_INPUT;
+	return id;
+}
+
+MD_API int md_graph_op(struct md_graph *g, const char *name, const int *in,
+		       size_t nin, const char *const *out_names,
+		       const uint64_t *out_sizes, const uint64_t *out_align,
+		       const int *inplace, size_t nout)
+{
+	int step, first = -1, id;
+	size_t i, j;
+
+	(void)name;
+	for (i = 0; i < nin; i++)
+		if (in[i] < 0 || (size_t)in[i] >= g->nt)
+			return -ENOENT;
+	for (i = 0; inplace && i < nout; i++) {
+		if (inplace[i] < 0)
+			continue;
+		for (j = 0; j < nin && in[j] != inplace[i]; j++)
+			;
+		if (j == nin)
+			return -EINVAL;	/* not an input of this op */
+	}
+	step = new_step(g);
+	if (step < 0)
+		return step;
+	for (i = 0; i < nin; i++)
+		g->t[in[i]].last_use = step;
+	for (i = 0; i < nout; i++) {
+		id = new_tensor(g, out_names[i], out_sizes[i],
+				out_align ? out_align[i] : 0, step);
+		if (id < 0)
+			return id;
+		if (inplace)
+			g->t[id].inplace_of = inplace[i];
+		if (first < 0)
+			first = id;
+	}
+	return first < 0 ? (int)g->nt : first;
+}
+
+MD_API int md_graph_barrier(struct md_graph *g)
+{
+	int step = new_step(g);
+
+	if (step < 0)
+		return step;
+	g->nstages++;
+	return 0;
+}
+
+MD_API int md_graph_output(struct md_graph *g, int tensor)
+{
+	if (tensor < 0 || (size_t)tensor >= g->nt)
+		return -ENOENT;
+	g->t[tensor].flags |= MD_T_OUTPUT;
+	return 0;
+}
+
+MD_API int md_graph_contig(struct md_graph *g, const int *tensors, size_t n)
+{
+	int **ng, *grp;
+	size_t i, j;
+
+	if (n < 2)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		if (tensors[i] < 0 || (size_t)tensors[i] >= g->nt)
+			return -ENOENT;
+		if (g->t[tensors[i]].group >= 0)
+			return -EEXIST;
+		for (j = 0; j < i; j++)
+			if (tensors[j] == tensors[i])
+				return -EEXIST;
+	}
+	grp = malloc((n + 1) * sizeof(*grp));
+	ng = realloc(g->groups, (g->ngroups + 1) * sizeof(*ng));
+	if (!grp || !ng) {
+		free(grp);
+		if (ng)
+			g->groups = ng;
+		return -ENOMEM;
+	}
+	g->groups = ng;
+	for (i = 0; i < n; i++) {
+		grp[i] = tensors[i];
+		g->t[tensors[i]].group = (int)g->ngroups;
+	}
+	grp[n] = -1;
+	g->groups[g->ngroups++] = grp;
+	return 0;
+}
+
+MD_API size_t md_graph_tensor_count(const struct md_graph *g)
+{
+	return g->nt;
+}
+
+MD_API const char *md_graph_tensor_name(const struct md_graph *g, int tensor)
+{
+	if (tensor < 0 || (size_t)tensor >= g->nt)
+		return NULL;
+	return g->t[tensor].name;
+}
+
+/* ------------------------------------------------------------ parser */
+
+static int fail(struct md_error *err, unsigned int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err) {
+		err->line = line;
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+#define MAX_TOK 256
+
+static int tokenize(char *s, char **tok)
+{
+	int n = 0;
+
+	for (;;) {
+		while (*s == ' ' || *s == '\t' || *s == '\r')
+			s++;
+		if (!*s || *s == '#')
+			return n;
+		if (n == MAX_TOK)
+			return -1;
+		tok[n++] = s;
+		while (*s && *s != ' ' && *s != '\t' && *s != '\r' &&
+		       *s != '#')
+			s++;
+		if (*s == '#') {
+			*s = '\0';
+			return n;
+		}
+		if (*s)
+			*s++ = '\0';
+	}
+}
+
+static int size_arg(const char *s, const char *what, unsigned int ln,
+		    uint64_t *v, struct md_error *err)
+{
+	int ret;
+
+	if (*s == '-')
+		return fail(err, ln, "negative %s '%s'", what, s);
+	ret = md_parse_size(s, v);
+	if (ret == -ERANGE)
+		return fail(err, ln, "%s '%s' does not fit in 64 bits", what,
+			    s);
+	if (ret)
+		return fail(err, ln, "bad %s '%s'", what, s);
+	return 0;
+}
+
+static int tensor_arg(struct md_graph *g, const char *s, unsigned int ln,
+		      struct md_error *err)
+{
+	int id = md_graph_find(g, s);
+
+	if (id < 0)
+		return fail(err, ln, "unknown tensor '%s' (not an input, not made by an earlier op)",
+			    s);
+	return id;
+}
+
+static int parse_align(const char *s, unsigned int ln, uint64_t *v,
+		       struct md_error *err)
+{
+	int ret = size_arg(s, "alignment", ln, v, err);
+
+	if (ret)
+		return ret;
+	if (!*v || (*v & (*v - 1)))
+		return fail(err, ln, "alignment %s is not a power of two", s);
+	return 0;
+}
+
+static int parse_op(struct md_graph *g, char **tok, int n, unsigned int ln,
+		    struct md_error *err)
+{
+	int in[MAX_TOK], inplace[MAX_TOK];
+	const char *names[MAX_TOK];
+	uint64_t sizes[MAX_TOK], aligns[MAX_TOK];
+	int nin = 0, nout = 0, i, arrow = -1, ret;
+
+	if (n < 2)
+		return fail(err, ln, "op without a name");
+	for (i = 2; i < n; i++)
+		if (!strcmp(tok[i], "->"))
+			arrow = i;
+	if (arrow < 0)
+		return fail(err, ln, "op '%s': missing '->' between inputs and outputs",
+			    tok[1]);
+	for (i = 2; i < arrow; i++) {
+		ret = tensor_arg(g, tok[i], ln, err);
+		if (ret < 0)
+			return ret;
+		in[nin++] = ret;
+	}
+	for (i = arrow + 1; i < n; i++) {
+		char *name = tok[i], *sz = strchr(name, ':'), *at, *eq;
+
+		if (!sz)
+			return fail(err, ln, "output '%s' needs a size (NAME:SIZE)",
+				    name);
+		*sz++ = '\0';
+		eq = strchr(sz, '=');
+		if (eq)
+			*eq++ = '\0';
+		at = strchr(sz, '@');
+		if (at)
+			*at++ = '\0';
+		if (!valid_name(name))
+			return fail(err, ln, "bad tensor name '%s'", name);
+		ret = size_arg(sz, "size", ln, &sizes[nout], err);
+		if (ret)
+			return ret;
+		aligns[nout] = 0;
+		if (at) {
+			ret = parse_align(at, ln, &aligns[nout], err);
+			if (ret)
+				return ret;
+		}
+		inplace[nout] = -1;
+		if (eq) {
+			int k;
+
+			ret = tensor_arg(g, eq, ln, err);
+			if (ret < 0)
+				return ret;
+			for (k = 0; k < nin && in[k] != ret; k++)
+				;
+			if (k == nin)
+				return fail(err, ln, "'%s=%s': in place needs an input of this op",
+					    name, eq);
+			inplace[nout] = ret;
+		}
+		if (md_graph_find(g, name) >= 0)
+			return fail(err, ln, "tensor '%s' already defined",
+				    name);
+		names[nout++] = name;
+	}
+	if (!nout)
+		return fail(err, ln, "op '%s' has no outputs", tok[1]);
+	ret = md_graph_op(g, tok[1], in, nin, names, sizes, aligns, inplace,
+			  nout);
+	if (ret == -EEXIST)
+		return fail(err, ln, "an output of op '%s' is named twice",
+			    tok[1]);
+	return ret < 0 ? ret : 0;
+}
+
+static int parse_line(struct md_graph *g, char *line, unsigned int ln,
+		      struct md_error *err)
+{
+	char *tok[MAX_TOK];
+	int n = tokenize(line, tok), ret, i;
+	uint64_t v, a = 0;
+
+	if (n < 0)
+		return fail(err, ln, "too many words on one line (max %d)",
+			    MAX_TOK);
+	if (!n)
+		return 0;
+	if (!strcmp(tok[0], "op"))
+		return parse_op(g, tok, n, ln, err);
+	if (!strcmp(tok[0], "input")) {
+		if (n != 3 && n != 4)
+			return fail(err, ln, "usage: input NAME SIZE [ALIGN]");
+		ret = size_arg(tok[2], "size", ln, &v, err);
+		if (!ret && n == 4)
+			ret = parse_align(tok[3], ln, &a, err);
+		if (ret)
+			return ret;
+		if (!valid_name(tok[1]))
+			return fail(err, ln, "bad tensor name '%s'", tok[1]);
+		ret = md_graph_input(g, tok[1], v, a);
+		if (ret == -EEXIST)
+			return fail(err, ln, "tensor '%s' already defined",
+				    tok[1]);
+		return ret < 0 ? ret : 0;
+	}
+	if (!strcmp(tok[0], "output")) {
+		if (n < 2)
+			return fail(err, ln, "usage: output NAME...");
+		for (i = 1; i < n; i++) {
+			ret = tensor_arg(g, tok[i], ln, err);
+			if (ret < 0)
+				return ret;
+			md_graph_output(g, ret);
+		}
+		return 0;
+	}
+	if (!strcmp(tok[0], "barrier")) {
+		if (n != 1)
+			return fail(err, ln, "barrier takes no arguments");
+		return md_graph_barrier(g);
+	}
+	if (!strcmp(tok[0], "contig")) {
+		int ids[MAX_TOK];
+
+		if (n < 3)
+			return fail(err, ln, "usage: contig NAME NAME...");
+		for (i = 1; i < n; i++) {
+			ret = tensor_arg(g, tok[i], ln, err);
+			if (ret < 0)
+				return ret;
+			ids[i - 1] = ret;
+		}
+		ret = md_graph_contig(g, ids, n - 1);
+		if (ret == -EEXIST)
+			return fail(err, ln, "a tensor may be in one contig group, once");
+		return ret;
+	}
+	if (!strcmp(tok[0], "mode")) {
+		if (n == 2 && !strcmp(tok[1], "parallel"))
+			return md_graph_set_parallel(g, 1);
+		if (n == 2 && !strcmp(tok[1], "sequential"))
+			return md_graph_set_parallel(g, 0);
+		return fail(err, ln, "usage: mode sequential|parallel");
+	}
+	if (!strcmp(tok[0], "device")) {
+		enum md_device dev;
+
+		if (n != 2 || md_device_parse(tok[1], &dev))
+			return fail(err, ln, "usage: device cpu|gpu|npu");
+		return md_graph_set_device(g, dev, NULL);
+	}
+	if (!strcmp(tok[0], "align")) {
+		if (n != 2)
+			return fail(err, ln, "usage: align N");
+		ret = parse_align(tok[1], ln, &g->align, err);
+		return ret;
+	}
+	return fail(err, ln, "unknown statement '%s' (op, input, output, barrier, contig, mode, device, align)",
+		    tok[0]);
+}
+
+MD_API int md_graph_parse(struct md_graph *g, const char *text, size_t len,
+			  struct md_error *err)
+{
+	unsigned int ln = 0;
+	size_t pos = 0;
+	char *line = NULL;
+	int ret = 0;
+
+	if (err) {
+		err->line = 0;
+		err->msg[0] = '\0';
+	}
+	while (pos < len && !ret) {
+		const char *nl = memchr(text + pos, '\n', len - pos);
+		size_t l = nl ? (size_t)(nl - (text + pos)) : len - pos;
+
+		ln++;
+		line = malloc(l + 1);
+		if (!line)
+			return -ENOMEM;
+		memcpy(line, text + pos, l);
+		line[l] = '\0';
+		pos += l + 1;
+		if (strlen(line) != l)
+			ret = fail(err, ln, "NUL byte in the input");
+		else
+			ret = parse_line(g, line, ln, err);
+		free(line);
+	}
+	if (!ret && !g->nt)
+		ret = fail(err, ln, "no tensors: expected input/op lines");
+	return ret;
+}
+
+/* ------------------------------------------------------------ lowering */
+
+MD_API void md_graph_plan_free(struct md_graph_plan *gp)
+{
+	md_problem_free(&gp->problem);
+	md_plan_free(&gp->plan);
+	free(gp->buffer);
+	free(gp->offset);
+	free(gp->lower);
+	free(gp->upper);
+	memset(gp, 0, sizeof(*gp));
+}
+
+static uint64_t umax(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* Make the id of a buffer from the names of its tensors: "a+b+c". */
+static int add_name(char **id, const char *name)
+{
+	size_t a = *id ? strlen(*id) : 0, b = strlen(name);
+	char *n = realloc(*id, a + b + 2);
+
+	if (!n)
+		return -ENOMEM;
+	if (a)
+		n[a++] = '+';
+	memcpy(n + a, name, b + 1);
+	*id = n;
+	return 0;
+}
+
+MD_API int md_graph_lower(const struct md_graph *g, struct md_graph_plan *gp)
+{
+	size_t nt = g->nt, i, nb = 0;
+	uint64_t T = g->nsteps ? (uint64_t)g->nsteps : 1;
+	uint64_t *sstart = NULL, *send = NULL;
+	uint64_t *bsize = NULL, *balign = NULL, *blo = NULL, *bhi = NULL;
+	uint64_t *inner = NULL;
+	int *taken = NULL, *grp_buf = NULL;
+	char **bname = NULL;
+	int ret = -ENOMEM;
+
+	memset(gp, 0, sizeof(*gp));
+	md_problem_init(&gp->problem);
+	gp->ntensors = nt;
+	gp->buffer = calloc(nt + 1, sizeof(*gp->buffer));
+	gp->offset = calloc(nt + 1, sizeof(*gp->offset));
+	gp->lower = calloc(nt + 1, sizeof(*gp->lower));
+	gp->upper = calloc(nt + 1, sizeof(*gp->upper));
+	inner = calloc(nt + 1, sizeof(*inner));
+	bsize = calloc(nt + 1, sizeof(*bsize));
+	balign = calloc(nt + 1, sizeof(*balign));
+	blo = calloc(nt + 1, sizeof(*blo));
+	bhi = calloc(nt + 1, sizeof(*bhi));
+	bname = calloc(nt + 1, sizeof(*bname));
+	taken = calloc(nt + 1, sizeof(*taken));
+	grp_buf = malloc((g->ngroups + 1) * sizeof(*grp_buf));
+	sstart = calloc(g->nstages + 2, sizeof(*sstart));
+	send = calloc(g->nstages + 2, sizeof(*send));
+	if (!gp->buffer || !gp->offset || !gp->lower || !gp->upper ||
+	    !inner || !bsize || !balign || !blo || !bhi || !bname || !taken ||
+	    !grp_buf || !sstart || !send)
+		goto out;
+
+	/* Stages: [first step, last step + 1) of each. */
+	for (i = 0; i <= (size_t)g->nstages; i++) {
+		sstart[i] = T;
+		send[i] = 0;
+	}
+	for (i = 0; i < (size_t)g->nsteps; i++) {
+		int s = g->stage[i];
+
+		sstart[s] = i < sstart[s] ? i : sstart[s];
+		send[s] = umax(send[s], i + 1);
+	}
+
+	/* Lifetimes. */
+	for (i = 0; i < nt; i++) {
+		const struct tensor *t = &g->t[i];
+		uint64_t lo, hi;
+
+		lo = t->def < 0 ? 0 : (uint64_t)t->def;
+		if (t->last_use >= 0)
+			hi = (uint64_t)t->last_use + 1;
+		else
+			hi = lo + 1;
+		if (t->flags & MD_T_INPUT)
+			hi = T;
+		if (t->flags & MD_T_OUTPUT)
+			hi = T;
+		if (hi > T)
+			hi = T;
+		if (hi <= lo)
+			hi = lo + 1;
+		if (g->parallel && g->nsteps) {
+			/* Alive for every whole stage it touches. */
+			int s0 = g->stage[lo < T ? lo : T - 1];
+			int s1 = g->stage[hi - 1 < T ? hi - 1 : T - 1];
+
+			if (sstart[s0] < lo)
+				lo = sstart[s0];
+			if (send[s1] > hi)
+				hi = send[s1];
+		}
+		gp->lower[i] = lo;
+		gp->upper[i] = hi;
+	}
+
+	/* Buffers: contiguity groups, in-place merges, the rest. */
+	for (i = 0; i < g->ngroups; i++)
+		grp_buf[i] = -1;
+	for (i = 0; i < nt; i++) {
+		const struct tensor *t = &g->t[i];
+		uint64_t al = t->align ? t->align : g->align;
+		int src = t->inplace_of;
+		size_t b;
+
+		if (t->group >= 0) {
+			if (grp_buf[t->group] < 0) {
+				const int *m = g->groups[t->group];
+				uint64_t end = 0, a = 1;
+				size_t k;
+
+				b = nb++;
+				grp_buf[t->group] = (int)b;
+				blo[b] = UINT64_MAX;
+				for (k = 0; m[k] >= 0; k++) {
+					const struct tensor *u = &g->t[m[k]];
+					uint64_t ua = u->align ? u->align :
+							 g->align;
+
+					end = md_round_up(end, ua);
+					inner[m[k]] = end;
+					end += u->size;
+					a = umax(a, ua);
+					if (gp->lower[m[k]] < blo[b])
+						blo[b] = gp->lower[m[k]];
+					bhi[b] = umax(bhi[b], gp->upper[m[k]]);
+					gp->buffer[m[k]] = (uint32_t)b;
+					if (add_name(&bname[b], u->name))
+						goto out;
+				}
+				bsize[b] = end;
+				balign[b] = a;
+			}
+			if (src >= 0)
+				gp->stats.inplace_refused++;
+			continue;
+		}
+		if (src >= 0) {
+			const struct tensor *s = &g->t[src];
+			size_t sb = gp->buffer[src];
+			uint64_t sa = balign[sb];
+
+			/*
+			 * Legal when the input dies at this op, is not a
+			 * graph input/output, is not in a group, is not
+			 * already overwritten, and alignments nest.
+			 */
+			if (s->last_use == t->def && !taken[src] &&
+			    !(s->flags & (MD_T_INPUT | MD_T_OUTPUT)) &&
+			    s->group < 0 &&
+			    (sa % al == 0 || al % sa == 0)) {
+				taken[src] = 1;
+				gp->buffer[i] = (uint32_t)sb;
+				gp->stats.intra_op_saved += t->size <
+					bsize[sb] ? t->size : bsize[sb];
+				bsize[sb] = umax(bsize[sb], t->size);
+				balign[sb] = umax(sa, al);
+				bhi[sb] = umax(bhi[sb], gp->upper[i]);
+				if (gp->lower[i] < blo[sb])
+					blo[sb] = gp->lower[i];
+				if (add_name(&bname[sb], t->name))
+					goto out;
+				gp->stats.inplace_taken++;
+				continue;
+			}
+			gp->stats.inplace_refused++;
+		}
+		b = nb++;
+		gp->buffer[i] = (uint32_t)b;
+		bsize[b] = t->size;
+		balign[b] = al;
+		blo[b] = gp->lower[i];
+		bhi[b] = gp->upper[i];
+		if (add_name(&bname[b], t->name))
+			goto out;
+	}
+	for (i = 0; i < nb; i++) {
+		ret = md_problem_add(&gp->problem, bname[i], blo[i], bhi[i],
+				     bsize[i], balign[i]);
+		if (ret)
+			goto out;
+		gp->stats.buffer_bytes += bsize[i];
+	}
+	gp->problem.has_align = 1;
+	for (i = 0; i < nt; i++) {
+		gp->stats.tensor_bytes += g->t[i].size;
+		gp->offset[i] = inner[i];	/* until planned */
+	}
+	gp->stats.lower_bound = md_problem_lower_bound(&gp->problem, NULL);
+	ret = 0;
+out:
+	for (i = 0; bname && i < nt; i++)
+		free(bname[i]);
+	free(bname);
+	free(inner);
+	free(bsize);
+	free(balign);
+	free(blo);
+	free(bhi);
+	free(taken);
+	free(grp_buf);
+	free(sstart);
+	free(send);
+	if (ret)
+		md_graph_plan_free(gp);
+	return ret;
+}
+
+MD_API int md_graph_plan(const struct md_graph *g,
+			 const struct md_plan_opts *opts,
+			 struct md_graph_plan *gp)
+{
+	size_t i;
+	int ret;
+
+	ret = md_graph_lower(g, gp);
+	if (ret)
+		return ret;
+	ret = md_plan_solve(&gp->problem, opts, &gp->plan);
+	if (ret) {
+		md_graph_plan_free(gp);
+		return ret;
+	}
+	for (i = 0; i < gp->ntensors; i++)
+		gp->offset[i] += gp->plan.offsets[gp->buffer[i]];
+	gp->stats.peak = gp->plan.peak;
+	gp->stats.inter_op_saved = gp->stats.buffer_bytes > gp->plan.peak ?
+		gp->stats.buffer_bytes - gp->plan.peak : 0;
+	return 0;
+}
+
+MD_API int md_overlay(const uint64_t *peaks, size_t n, uint64_t *base,
+		      struct md_overlay_stats *st)
+{
+	uint64_t sum = 0, arena = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (sum + peaks[i] < sum)
+			return -EOVERFLOW;
+		sum += peaks[i];
+		arena = umax(arena, peaks[i]);
+		if (base)
+			base[i] = 0;
+	}
+	st->sum_peaks = sum;
+	st->arena = arena;
+	st->saved = sum - arena;
+	return 0;
+}

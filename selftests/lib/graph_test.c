@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Host unit tests: usage graphs (lifetimes, in-place, contiguity,
+ * barriers, parsing errors), metadata and per-device alignment, and the
+ * three reuse levels.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <metadef/graph.h>
+#include <metadef/meta.h>
+#include <metadef/plan.h>
+
+#include "kselftest_harness.h"
+
+static int parse(struct md_graph **g, const char *s, struct md_error *e)
+{
+	int ret = md_graph_new(g);
+
+	if (ret)
+		return ret;
+	return md_graph_parse(*g, s, strlen(s), e);
+}
+
+static int tid(struct md_graph *g, const char *name)
+{
+	return md_graph_find(g, name);
+}
+
+TEST(lifetimes_sequential)
+{
+	struct md_graph *g;
+	struct md_graph_plan gp;
+	struct md_error e;
+	const char *s =
+		"# a chain\n"
+		"input x 100\n"
+		"op f x -> a:200\n"	/* step 0 */
+		"op g a -> b:300\n"	/* step 1 */
+		"op h b x -> c:50 tmp:10\n"	/* step 2 */
+		"output c\n";
+
+	ASSERT_EQ(0, parse(&g, s, &e)) TH_LOG("%u: %s", e.line, e.msg);
+	ASSERT_EQ(5, md_graph_tensor_count(g));
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	/* x: input, whole run [0, 3); a: [0, 2); b: [1, 3); c: output. */
+	EXPECT_EQ(0, gp.lower[tid(g, "x")]);
+	EXPECT_EQ(3, gp.upper[tid(g, "x")]);
+	EXPECT_EQ(0, gp.lower[tid(g, "a")]);
+	EXPECT_EQ(2, gp.upper[tid(g, "a")]);
+	EXPECT_EQ(1, gp.lower[tid(g, "b")]);
+	EXPECT_EQ(3, gp.upper[tid(g, "b")]);
+	EXPECT_EQ(2, gp.lower[tid(g, "c")]);
+	EXPECT_EQ(3, gp.upper[tid(g, "c")]);
+	EXPECT_EQ(2, gp.lower[tid(g, "tmp")]);	/* never read: one step */
+	EXPECT_EQ(3, gp.upper[tid(g, "tmp")]);
+	EXPECT_EQ(660, gp.stats.tensor_bytes);
+	EXPECT_EQ(0, md_plan_validate(&gp.problem, gp.plan.offsets, NULL));
+	/* Step 1: x + a + b = 600 bytes; step 2: x + b + c + tmp = 460. */
+	EXPECT_EQ(600, gp.stats.lower_bound);
+	EXPECT_EQ(gp.plan.peak, gp.stats.peak);
+	EXPECT_EQ(gp.stats.buffer_bytes - gp.stats.peak,
+		  gp.stats.inter_op_saved);
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+}
+
+TEST(inplace_taken_and_refused)
+{
+	struct md_graph *g;
+	struct md_graph_plan gp;
+	struct md_error e;
+	const char *s =
+		"input x 64\n"
+		"op f x -> a:100\n"
+		"op relu a -> b:100=a\n"	/* a dies here: taken */
+		"op g b -> c:100=b d:8\n"	/* b is read again below */
+		"op h b c x -> y:100=x\n"	/* x is a graph input */
+		"output y d\n";
+
+	ASSERT_EQ(0, parse(&g, s, &e)) TH_LOG("%u: %s", e.line, e.msg);
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	EXPECT_EQ(1, gp.stats.inplace_taken);
+	EXPECT_EQ(2, gp.stats.inplace_refused);
+	EXPECT_EQ(100, gp.stats.intra_op_saved);
+	EXPECT_EQ(gp.buffer[tid(g, "a")], gp.buffer[tid(g, "b")]);
+	EXPECT_EQ(gp.offset[tid(g, "a")], gp.offset[tid(g, "b")]);
+	EXPECT_NE(gp.buffer[tid(g, "b")], gp.buffer[tid(g, "c")]);
+	EXPECT_NE(gp.buffer[tid(g, "x")], gp.buffer[tid(g, "y")]);
+	EXPECT_EQ(gp.stats.tensor_bytes - 100, gp.stats.buffer_bytes);
+	EXPECT_STREQ("a+b", gp.problem.bufs[gp.buffer[tid(g, "a")]].id);
+	EXPECT_EQ(0, md_plan_validate(&gp.problem, gp.plan.offsets, NULL));
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+}
+
+TEST(contiguous_tensors_are_adjacent)
+{
+	struct md_graph *g;
+	struct md_graph_plan gp;
+	struct md_error e;
+	const char *s =
+		"align 64\n"
+		"input x 10\n"
+		"op split x -> q:100 k:100@256 v:30\n"
+		"op attn q k v -> o:50\n"
+		"contig q k v\n"
+		"output o\n";
+
+	ASSERT_EQ(0, parse(&g, s, &e)) TH_LOG("%u: %s", e.line, e.msg);
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	EXPECT_EQ(gp.buffer[tid(g, "q")], gp.buffer[tid(g, "v")]);
+	/* q at +0, k at +256 (its own alignment), v at +384. */
+	EXPECT_EQ(256, gp.offset[tid(g, "k")] - gp.offset[tid(g, "q")]);
+	EXPECT_EQ(384, gp.offset[tid(g, "v")] - gp.offset[tid(g, "q")]);
+	EXPECT_EQ(0, gp.offset[tid(g, "q")] % 256);
+	EXPECT_EQ(0, gp.offset[tid(g, "o")] % 64);
+	EXPECT_EQ(0, md_plan_validate(&gp.problem, gp.plan.offsets, NULL));
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+}
+
+/* An unrolled loop of @steps LSTM-like steps, with or without barriers. */
+static char *lstm(int steps, int parallel, int barriers)
+{
+	size_t cap = 4096 + steps * 256, n = 0;
+	char *s = malloc(cap);
+	int i;
+
+	n += snprintf(s + n, cap - n, "mode %s\ninput h0 1K\ninput w 4K\n",
+		      parallel ? "parallel" : "sequential");
+	for (i = 1; i <= steps; i++) {
+		n += snprintf(s + n, cap - n,
+			      "op gates%d h%d w -> g%d:4K\n"
+			      "op act%d g%d -> a%d:4K\n"
+			      "op cell%d a%d -> h%d:1K\n",
+			      i, i - 1, i, i, i, i, i, i, i);
+		if (barriers && i < steps)
+			n += snprintf(s + n, cap - n, "barrier\n");
+	}
+	snprintf(s + n, cap - n, "output h%d\n", steps);
+	return s;
+}
+
+static uint64_t plan_peak(const char *text, struct md_graph_plan *out)
+{
+	struct md_graph *g;
+	struct md_graph_plan gp;
+	struct md_error e;
+	uint64_t peak;
+
+	if (parse(&g, text, &e) || md_graph_plan(g, NULL, &gp))
+		return 0;
+	peak = gp.plan.peak;
+	if (out)
+		*out = gp;
+	else
+		md_graph_plan_free(&gp);
+	md_graph_free(g);
+	return peak;
+}
+
+TEST(barriers_let_loop_steps_share)
+{
+	char *seq = lstm(8, 0, 0), *seqb = lstm(8, 0, 1);
+	char *par = lstm(8, 1, 0), *parb = lstm(8, 1, 1);
+	uint64_t p_seq = plan_peak(seq, NULL), p_seqb = plan_peak(seqb, NULL);
+	uint64_t p_par = plan_peak(par, NULL), p_parb = plan_peak(parb, NULL);
+
+	ASSERT_NE(0, p_seq);
+	ASSERT_NE(0, p_par);
+	/* Sequential: a barrier is only a step, nothing changes. */
+	EXPECT_EQ(p_seq, p_seqb);
+	/* Parallel without barriers: all 8 steps alive at once. */
+	EXPECT_EQ(5 * 1024 + 8 * (4096 + 4096 + 1024), p_par);
+	/* Parallel with barriers: steps reuse each other's memory. */
+	EXPECT_LT(p_parb, p_par / 3);
+	EXPECT_GE(p_parb, p_seq);
+	free(seq);
+	free(seqb);
+	free(par);
+	free(parb);
+}
+
+struct bad_graph {
+	const char *text;
+	unsigned int line;
+	const char *msg;
+};
+
+TEST(graph_parse_rejects_bad_input)
+{
+	static const struct bad_graph cases[] = {
+		{ "", 0, "no tensors" },
+		{ "frobnicate x\n", 1, "unknown statement 'frobnicate'" },
+		{ "input x 10\nop f y -> a:1\n", 2, "unknown tensor 'y'" },
+		{ "input x 10\nop f x a:1\n", 2, "missing '->'" },
+		{ "input x 10\nop f x -> a\n", 2, "needs a size" },
+		{ "input x 10\nop f x -> a:-4\n", 2, "negative size" },
+		{ "input x 10\nop f x -> a:4Q\n", 2, "bad size '4Q'" },
+		{ "input x 10\nop f x -> a:4@48\n", 2, "not a power of two" },
+		{ "input x 10\nop f x -> x:4\n", 2, "already defined" },
+		{ "input x 10\ninput x 10\n", 2, "already defined" },
+		{ "input x 10\ninput y 1\nop f x -> a:4=y\n", 3,
+		  "in place needs an input" },
+		{ "input x 10\n\n\noutput z\n", 4, "unknown tensor 'z'" },
+		{ "input x 10\ninput y 1\ncontig x y\ncontig y x\n", 4,
+		  "one contig group" },
+		{ "input x 10\nmode fast\n", 2, "mode sequential|parallel" },
+		{ "input x 10\ndevice tpu\n", 2, "device cpu|gpu|npu" },
+		{ "input x 10\nbarrier now\n", 2, "no arguments" },
+		{ "input bad:name 10\n", 1, "bad tensor name" },
+		{ "input x 99999999999999999999\n", 1, "does not fit" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct md_graph *g;
+		struct md_error e;
+
+		memset(&e, 0, sizeof(e));
+		EXPECT_EQ(-EINVAL, parse(&g, cases[i].text, &e));
+		EXPECT_EQ(cases[i].line, e.line);
+		if (!strstr(e.msg, cases[i].msg))
+			TH_LOG("case %zu: '%s' lacks '%s'", i, e.msg,
+			       cases[i].msg);
+		EXPECT_NE(NULL, strstr(e.msg, cases[i].msg));
+		md_graph_free(g);
+	}
+}
+
+TEST(device_alignment)
+{
+	struct md_align_cfg cfg;
+	struct md_graph *g;
+	struct md_graph_plan gp;
+	struct md_error e;
+	size_t i;
+
+	md_align_cfg_default(&cfg);
+	EXPECT_EQ(64, md_align_for(&cfg, MD_DEV_CPU, 0));
+	EXPECT_EQ(128, md_align_for(&cfg, MD_DEV_GPU, 0));
+	EXPECT_EQ(256, md_align_for(&cfg, MD_DEV_NPU, 0));
+	EXPECT_EQ(32, md_align_for(&cfg, MD_DEV_NPU, 32));	/* per tensor */
+	EXPECT_EQ(0, md_align_cfg_set(&cfg, MD_DEV_NPU, 4096));
+	EXPECT_EQ(4096, md_align_for(&cfg, MD_DEV_NPU, 0));
+	EXPECT_EQ(-EINVAL, md_align_cfg_set(&cfg, MD_DEV_NPU, 96));
+	EXPECT_EQ(-EINVAL, md_align_cfg_set(&cfg, MD_DEV_COUNT, 64));
+	EXPECT_STREQ("npu", md_device_name(MD_DEV_NPU));
+
+	ASSERT_EQ(0, parse(&g, "device npu\ninput x 3\n"
+			   "op f x -> a:5 b:7@16 c:9\noutput a b c\n", &e));
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	for (i = 0; i < gp.ntensors; i++) {
+		uint64_t want = i == (size_t)tid(g, "b") ? 16 : 256;
+
+		EXPECT_EQ(0, gp.offset[i] % want);
+	}
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+}
+
+TEST(meta_intervals_and_compat)
+{
+	struct md_meta a, b;
+	uint64_t s, e;
+
+	ASSERT_EQ(0, md_meta_init(&a, 1, 100, 64));
+	EXPECT_EQ(128, a.aligned_size);
+	EXPECT_EQ(100, a.base_size);
+	EXPECT_EQ(-EINVAL, md_meta_init(&b, 2, 100, 48));
+	EXPECT_EQ(-EOVERFLOW, md_meta_init(&b, 2, UINT64_MAX, 64));
+	ASSERT_EQ(0, md_meta_init(&b, 2, 10, 0));
+	EXPECT_EQ(10, b.aligned_size);
+	EXPECT_EQ(-ENOENT, md_meta_lifetime(&a, &s, &e));
+	ASSERT_EQ(0, md_meta_add_interval(&a, 5, 8, 0));
+	ASSERT_EQ(0, md_meta_add_interval(&a, 0, 3, 0));
+	ASSERT_EQ(0, md_meta_add_interval(&a, 8, 12, 1));
+	EXPECT_EQ(-EINVAL, md_meta_add_interval(&a, 4, 4, 0));
+	ASSERT_EQ(0, md_meta_lifetime(&a, &s, &e));
+	EXPECT_EQ(0, s);
+	EXPECT_EQ(8, e);
+	EXPECT_EQ(0, a.iv[0].op_start);		/* kept sorted */
+	/* b used in [3, 5): between a's uses: may share. */
+	ASSERT_EQ(0, md_meta_add_interval(&b, 3, 5, 0));
+	EXPECT_EQ(1, md_meta_can_share(&a, &b));
+	/* Overlapping a's allow_overlap phase only: still fine. */
+	ASSERT_EQ(0, md_meta_add_interval(&b, 9, 11, 0));
+	EXPECT_EQ(1, md_meta_can_share(&a, &b));
+	/* No compatibility flag in common: never. */
+	a.compat = 1;
+	b.compat = 2;
+	EXPECT_EQ(0, md_meta_can_share(&a, &b));
+	b.compat = 3;
+	EXPECT_EQ(1, md_meta_can_share(&a, &b));
+	ASSERT_EQ(0, md_meta_add_interval(&b, 7, 9, 0));
+	EXPECT_EQ(0, md_meta_can_share(&a, &b));
+	md_meta_free(&a);
+	md_meta_free(&b);
+}
+
+/* Intra-op, inter-op and inter-model reuse, measured. */
+TEST(reuse_levels)
+{
+	char *m1 = lstm(6, 0, 0), *m2 = lstm(3, 0, 0);
+	struct md_graph_plan a, b;
+	struct md_overlay_stats st;
+	uint64_t peaks[2], base[2];
+
+	ASSERT_NE(0, plan_peak(m1, &a));
+	ASSERT_NE(0, plan_peak(m2, &b));
+	EXPECT_GT(a.stats.inter_op_saved, 0);
+	EXPECT_EQ(a.stats.buffer_bytes, a.stats.inter_op_saved + a.plan.peak);
+	peaks[0] = a.plan.peak;
+	peaks[1] = b.plan.peak;
+	ASSERT_EQ(0, md_overlay(peaks, 2, base, &st));
+	EXPECT_EQ(0, base[1]);
+	EXPECT_EQ(peaks[0] > peaks[1] ? peaks[0] : peaks[1], st.arena);
+	EXPECT_EQ(peaks[0] + peaks[1], st.sum_peaks);
+	EXPECT_EQ(st.sum_peaks - st.arena, st.saved);
+	md_graph_plan_free(&a);
+	md_graph_plan_free(&b);
+	free(m1);
+	free(m2);
+}
+
+TEST(build_by_hand)
+{
+	struct md_graph *g;
+	struct md_graph_plan gp;
+	const char *names[2] = { "a", "b" };
+	uint64_t sizes[2] = { 10, 20 };
+	int inplace[2] = { -1, 0 };
+	int x, a, in[1];
+
+	ASSERT_EQ(0, md_graph_new(&g));
+	x = md_graph_input(g, "x", 20, 0);
+	ASSERT_EQ(0, x);
+	in[0] = x;
+	EXPECT_EQ(-EINVAL, md_graph_op(g, "f", in, 1, names, sizes, NULL,
+				       (int[]){ -1, 5 }, 2));
+	a = md_graph_op(g, "f", in, 1, names, sizes, NULL, NULL, 2);
+	ASSERT_EQ(1, a);
+	EXPECT_EQ(-EEXIST, md_graph_input(g, "a", 1, 0));
+	EXPECT_EQ(-EINVAL, md_graph_input(g, "z", 1, 3));
+	in[0] = a + 1;
+	names[0] = "c";
+	names[1] = "d";
+	inplace[1] = a + 1;
+	ASSERT_EQ(3, md_graph_op(g, "g", in, 1, names, sizes, NULL,
+				 inplace, 2));
+	EXPECT_EQ(0, md_graph_barrier(g));
+	EXPECT_EQ(0, md_graph_output(g, 4));
+	EXPECT_EQ(-ENOENT, md_graph_output(g, 9));
+	EXPECT_STREQ("d", md_graph_tensor_name(g, 4));
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	EXPECT_EQ(1, gp.stats.inplace_taken);
+	EXPECT_EQ(gp.offset[2], gp.offset[4]);
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+}
+
+TEST_HARNESS_MAIN
