@@ -437,11 +437,21 @@ static void topdown(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a, 3 * CHUNK, 0, 0, 0,
 					     MD_BUDDY_TOPDOWN, GFP_KERNEL), 0);
 	KUNIT_EXPECT_EQ(test, a.offset + a.size, (u64)SZ_8M + SZ_1M);
+	/*
+	 * Bottom-up is best fit: the smallest free block that holds it, which
+	 * is left over in the 1M root, not the lowest address of the 8M one.
+	 */
 	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &b, 3 * CHUNK, 0, 0, 0, 0,
 					     GFP_KERNEL), 0);
-	KUNIT_EXPECT_EQ(test, b.offset, 0ull);
+	KUNIT_EXPECT_GE(test, b.offset, (u64)SZ_8M);
+	KUNIT_EXPECT_EQ(test, mm->nr_free[11], 1ull);
 	KUNIT_EXPECT_EQ(test, md_buddy_free(mm, &a), 0);
 	KUNIT_EXPECT_EQ(test, md_buddy_free(mm, &b), 0);
+	/* With the 1M root whole again, top-down takes its last pages. */
+	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a, SZ_1M + CHUNK, 0, 0, 0,
+					     MD_BUDDY_TOPDOWN, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, a.offset, (u64)SZ_8M - SZ_1M - CHUNK);
+	KUNIT_EXPECT_EQ(test, md_buddy_free(mm, &a), 0);
 }
 
 /*
