@@ -46,6 +46,7 @@ LIB_SONAME	:= libmetadef.so.$(SOVERSION)
 # ---------------------------------------------------------------- tools
 
 TOOLS		:= $(B)/bin/metadefctl
+TOOLS		+= $(B)/bin/metadef-plan
 
 # ---------------------------------------------------------------- selftests
 
@@ -58,7 +59,7 @@ HOST_BINS	:= $(HOST_SRCS:selftests/lib/%.c=$(B)/selftests/lib/%)
 KSFT_HDR	:= $(B)/ksft/kselftest_harness.h
 
 .PHONY: all module lib tools selftests selftests-kmod selftests-host check check-host check-vm \
-	check-debug demo bench bench-buddy install modules_install clean deps help
+	check-debug demo bench bench-buddy bench-plan install modules_install clean deps help
 
 all: module lib tools selftests
 
@@ -116,6 +117,10 @@ $(B)/bin/metadefctl: $(wildcard tools/metadefctl/*.c) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(PTHREAD)
 
+$(B)/bin/metadef-plan: $(wildcard tools/plan/*.c) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(PTHREAD)
+
 $(KSFT_HDR):
 	tools/ksft-headers $(B)/ksft
 
@@ -126,6 +131,9 @@ $(B)/selftests/kmod/%: selftests/kmod/%.c $(KSFT_HDR) $(LIB_A)
 $(B)/selftests/lib/%: selftests/lib/%.c $(KSFT_HDR) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(TEST_CFLAGS) -Ilib -o $@ $< $(LIB_A)
+
+# The CLI test runs the tool: build it with the host tests.
+$(B)/selftests/lib/plan_cli_test: $(B)/bin/metadef-plan
 
 # ---------------------------------------------------------------- tests
 
@@ -151,7 +159,16 @@ $(B)/demo/region: tools/demo/region.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
 
-bench: bench-buddy
+bench: bench-buddy bench-plan
+
+# The offset planner on ../shared/bench (MiniMalloc problems) and 10^5
+# random buffers, against greedy largest-first first-fit.
+bench-plan: $(B)/bench/plan_bench
+	$(B)/bench/plan_bench $(CURDIR)/../shared/bench/minimalloc-challenging
+
+$(B)/bench/plan_bench: tools/bench/plan_bench.c $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
 
 # metadef's buddy allocator against the kernel's drm_buddy, in one VM run.
 bench-buddy:

@@ -326,7 +326,6 @@ static int overlapping(struct placer *pl, uint32_t bx, size_t *nk)
 		*nk = pl->nb_len[bx];
 		return 0;
 	}
-	pl->cur = pl->rng;
 	if (pl->bwd_start) {
 		uint32_t a = pl->bwd_start[bx], e = pl->bwd_start[bx + 1];
 
@@ -338,6 +337,7 @@ static int overlapping(struct placer *pl, uint32_t bx, size_t *nk)
 		for (a = bx + 1; a < pl->fwd_end[bx]; a++)
 			add_range(pl, a, &m);
 		sort_ranges(pl->rng, m);
+		pl->cur = pl->rng;	/* after grow(): rng may have moved */
 		*nk = m;
 		return 0;
 	}
@@ -352,6 +352,7 @@ static int overlapping(struct placer *pl, uint32_t bx, size_t *nk)
 	for (i = 0; i < k; i++)
 		add_range(pl, pl->ids[i], &m);
 	sort_ranges(pl->rng, m);
+	pl->cur = pl->rng;
 	*nk = m;
 	return 0;
 }

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,6 +207,50 @@ TEST(tree_path_matches_lists)
 	EXPECT_EQ(0, md_plan_validate(&p, b.offsets, NULL));
 	md_plan_free(&a);
 	md_plan_free(&b);
+	md_problem_free(&p);
+}
+
+/*
+ * Buffers with hundreds of neighbours make the planner grow its scratch
+ * arrays mid-pass; freed memory is poisoned so that a stale pointer into
+ * an old array is likely to show up as an invalid plan (the benchmark
+ * found such a bug; whether realloc() moves is up to malloc).
+ */
+TEST(scratch_growth_with_poisoned_heap)
+{
+	struct md_problem p;
+	int strat, tree;
+	size_t i;
+
+	mallopt(M_PERTURB, 0xa5);
+	mallopt(M_MMAP_THRESHOLD, 1 << 30);
+	random_problem(&p, 400, 8);
+	for (strat = 0; strat <= MD_STRAT_ALL; strat++) {
+		struct md_plan plan;
+
+		ASSERT_EQ(0, md_plan_solve(&p, NULL, &plan));
+		md_plan_free(&plan);
+	}
+	md_problem_free(&p);
+	md_problem_init(&p);
+	for (i = 0; i < 30000; i++) {
+		uint64_t lo = i / 2, life = i % 50 ? 1 + rnd() % 8 :
+					   1 + rnd() % 600;
+
+		md_problem_add(&p, NULL, lo, lo + life, 1 + rnd() % 4096, 64);
+	}
+	for (tree = 0; tree < 2; tree++) {
+		md_plan_test_no_lists = tree;
+		for (strat = 0; strat <= MD_STRAT_ALL; strat++) {
+			struct md_plan_opts o = { strat, 0, 1 };
+			struct md_plan plan;
+
+			ASSERT_EQ(0, md_plan_solve(&p, &o, &plan));
+			md_plan_free(&plan);
+		}
+	}
+	md_plan_test_no_lists = 0;
+	mallopt(M_PERTURB, 0);
 	md_problem_free(&p);
 }
 

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Host tests of the metadef-plan command: exit codes, "FILE:LINE: why"
+ * messages for malformed input, and the -o / --svg / --json outputs. Runs
+ * the binary the Makefile builds beside this test (build/bin/).
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <metadef/plan.h>
+
+#include "kselftest_harness.h"
+
+static char bin[PATH_MAX];
+static char dir[PATH_MAX];
+
+static int find_bin(void)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		return -1;
+	exe[n] = '\0';
+	/* build/selftests/lib/plan_cli_test -> build/bin/metadef-plan */
+	snprintf(bin, sizeof(bin), "%s/../../bin/metadef-plan", dirname(exe));
+	return access(bin, X_OK);
+}
+
+static void put(const char *name, const char *text)
+{
+	char path[PATH_MAX + 64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+/* Run metadef-plan with @args (in dir); stdout+stderr into @out. */
+static int run(const char *args, char *out, size_t len)
+{
+	char cmd[PATH_MAX * 2 + 512];
+	FILE *p;
+	size_t n;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' %s 2>&1", dir, bin, args);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	n = fread(out, 1, len - 1, p);
+	out[n] = '\0';
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+FIXTURE(cli) {
+	char out[1 << 16];
+};
+
+FIXTURE_SETUP(cli)
+{
+	if (find_bin())
+		SKIP(return, "build/bin/metadef-plan not built (make tools)");
+	snprintf(dir, sizeof(dir), "/tmp/metadef-plan-test.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(dir));
+	put("good.csv", "id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\n"
+			"b3,0,9,4\nb4,9,21,4\nb5,0,21,4\n");
+	put("neg.csv", "id,lower,upper,size\na,0,3,4\nb,0,3,-4\n");
+	put("num.csv", "id,lower,upper,size\na,0,3,4\n\nb,0,x3,4\n");
+	put("order.csv", "id,lower,upper,size\na,5,5,4\n");
+	put("dup.csv", "id,lower,upper,size\na,0,3,4\nb,0,3,4\na,1,2,1\n");
+	put("bad.graph", "input x 10\nop f x -> a:10\nop g y -> b:1\n");
+	put("good.graph", "input x 1K\nop f x -> a:4K\nop g a -> b:4K=a\n"
+			  "op h b -> c:1K\noutput c\n");
+}
+
+FIXTURE_TEARDOWN(cli)
+{
+	char cmd[PATH_MAX + 16];
+
+	if (dir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		if (system(cmd) != 0)
+			TH_LOG("could not remove %s", dir);
+	}
+}
+
+TEST_F(cli, usage_and_help)
+{
+	EXPECT_EQ(2, run("", self->out, sizeof(self->out)));
+	EXPECT_NE(NULL, strstr(self->out, "no input file"));
+	EXPECT_EQ(0, run("--help", self->out, sizeof(self->out)));
+	EXPECT_NE(NULL, strstr(self->out, "usage: metadef-plan"));
+	EXPECT_EQ(2, run("--bogus good.csv", self->out, sizeof(self->out)));
+	EXPECT_EQ(2, run("-S nope good.csv", self->out, sizeof(self->out)));
+	EXPECT_NE(NULL, strstr(self->out, "unknown strategy 'nope'"));
+	EXPECT_EQ(2, run("-i x good.csv", self->out, sizeof(self->out)));
+	EXPECT_EQ(2, run("-o p.csv good.csv good.csv", self->out,
+			 sizeof(self->out)));
+	EXPECT_EQ(1, run("missing.csv", self->out, sizeof(self->out)));
+	EXPECT_NE(NULL, strstr(self->out, "missing.csv: No such file"));
+}
+
+TEST_F(cli, malformed_input_names_file_and_line)
+{
+	static const struct { const char *file, *want; } cases[] = {
+		{ "neg.csv", "neg.csv:3: negative size '-4'" },
+		{ "num.csv", "num.csv:4: bad upper 'x3'" },
+		{ "order.csv", "order.csv:2: upper 5 must be greater than lower 5" },
+		{ "dup.csv", "dup.csv:4: duplicate id 'a'" },
+		{ "bad.graph", "bad.graph:3: unknown tensor 'y'" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		EXPECT_EQ(1, run(cases[i].file, self->out, sizeof(self->out)));
+		if (!strstr(self->out, cases[i].want))
+			TH_LOG("got: %s", self->out);
+		EXPECT_NE(NULL, strstr(self->out, cases[i].want));
+	}
+}
+
+TEST_F(cli, plan_csv_svg_json)
+{
+	char path[PATH_MAX + 64], *text;
+	struct md_problem p;
+	struct md_error err;
+	uint64_t off[5];
+	size_t i, n, rects = 0;
+	FILE *f;
+
+	ASSERT_EQ(0, run("good.csv -o plan.csv --svg plan.svg", self->out,
+			 sizeof(self->out)));
+	EXPECT_NE(NULL, strstr(self->out, "lower bound         12"));
+	EXPECT_NE(NULL, strstr(self->out, "peak                12"));
+	EXPECT_NE(NULL, strstr(self->out, "peak/lower bound    1.000"));
+	EXPECT_NE(NULL, strstr(self->out, "saving vs no reuse  40.0 %"));
+	EXPECT_NE(NULL, strstr(self->out, "time "));
+
+	/* The plan reads back as CSV with fixed offsets, and is valid. */
+	snprintf(path, sizeof(path), "%s/plan.csv", dir);
+	f = fopen(path, "r");
+	ASSERT_NE(NULL, f);
+	text = calloc(1, 4096);
+	n = fread(text, 1, 4095, f);
+	fclose(f);
+	md_problem_init(&p);
+	ASSERT_EQ(0, md_problem_parse_csv(&p, text, n, &err));
+	ASSERT_EQ(5, p.n);
+	for (i = 0; i < p.n; i++) {
+		EXPECT_TRUE(p.bufs[i].flags & MD_BUF_FIXED);
+		off[i] = p.bufs[i].offset;
+	}
+	EXPECT_EQ(0, md_plan_validate(&p, off, NULL));
+	EXPECT_EQ(12, md_plan_peak(&p, off));
+	md_problem_free(&p);
+	free(text);
+
+	/* One rectangle per buffer, peak and lower bound lines. */
+	snprintf(path, sizeof(path), "%s/plan.svg", dir);
+	f = fopen(path, "r");
+	ASSERT_NE(NULL, f);
+	text = calloc(1, 1 << 16);
+	n = fread(text, 1, (1 << 16) - 1, f);
+	fclose(f);
+	EXPECT_NE(NULL, strstr(text, "<svg"));
+	EXPECT_NE(NULL, strstr(text, ">peak 12 B<"));
+	EXPECT_NE(NULL, strstr(text, ">lower bound 12 B<"));
+	for (char *s = text; (s = strstr(s, "<title>")); s++)
+		rects++;
+	EXPECT_EQ(5, rects);
+	free(text);
+
+	ASSERT_EQ(0, run("--json good.csv", self->out, sizeof(self->out)));
+	EXPECT_NE(NULL, strstr(self->out, "\"peak\": 12,"));
+	EXPECT_NE(NULL, strstr(self->out, "\"lower_bound\": 12,"));
+	EXPECT_NE(NULL, strstr(self->out, "\"strategies\": {"));
+}
+
+TEST_F(cli, graph_and_inter_model)
+{
+	ASSERT_EQ(0, run("good.graph", self->out, sizeof(self->out)));
+	EXPECT_NE(NULL, strstr(self->out, "(graph)"));
+	EXPECT_NE(NULL, strstr(self->out, "1 in place"));
+	ASSERT_EQ(0, run("good.graph good.csv", self->out, sizeof(self->out)));
+	EXPECT_NE(NULL, strstr(self->out, "inter-model reuse: 2 models"));
+	ASSERT_EQ(0, run("--json good.graph good.csv", self->out,
+			 sizeof(self->out)));
+	EXPECT_NE(NULL, strstr(self->out, "\"inter_model\""));
+	EXPECT_NE(NULL, strstr(self->out, "\"intra_op_saved\": 4096"));
+}
+
+TEST_HARNESS_MAIN

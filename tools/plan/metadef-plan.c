@@ -1,0 +1,619 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * metadef-plan: plan the memory of a graph or a MiniMalloc CSV problem,
+ * report how good the plan is, write it as CSV, JSON or an SVG timeline.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <metadef/graph.h>
+#include <metadef/metadef.h>
+#include <metadef/plan.h>
+
+static const char *prog = "metadef-plan";
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: %s [options] FILE...\n"
+		"\n"
+		"Plan the offsets of every buffer of FILE: a MiniMalloc CSV problem\n"
+		"(id,lower,upper,size[,alignment][,offset]; [lower, upper) half-open)\n"
+		"or a graph (one op per line, see include/metadef/graph.h). Prints the\n"
+		"buffers, the lower bound (most bytes alive at once), the peak, their\n"
+		"ratio, the saving against no reuse and the time the planner took.\n"
+		"Several FILEs are models that never run at the same time: each is\n"
+		"planned, then all share one arena (inter-model reuse).\n"
+		"\n"
+		"options:\n"
+		"  -o, --output PLAN.csv    write the plan: the input's columns + offset\n"
+		"  -s, --svg PLAN.svg       draw the plan: x = time, y = offset\n"
+		"  -j, --json               print JSON instead of text\n"
+		"  -f, --format csv|graph   input format (default: guessed from content)\n"
+		"  -S, --strategy NAME      one strategy instead of all (see below)\n"
+		"  -i, --improve N          N passes of local search after the strategies\n"
+		"  -x, --exhaustive         all strategies even on large inputs\n"
+		"  -V, --version            print the version and exit\n"
+		"  -h, --help               this text\n"
+		"\n"
+		"strategies:",
+		prog);
+	for (int s = 0; s < MD_STRAT_COUNT; s++)
+		fprintf(f, " %s", md_strategy_name(s));
+	fprintf(f, "\n\nexit status: 0 ok, 1 bad input or failure, 2 bad usage\n");
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+	char *s = NULL;
+	size_t cap = 0, n = 0, r;
+
+	if (!f)
+		return NULL;
+	for (;;) {
+		if (n + 65536 > cap) {
+			char *ns;
+
+			cap = 2 * cap + 65536;
+			ns = realloc(s, cap + 1);
+			if (!ns) {
+				free(s);
+				s = NULL;
+				errno = ENOMEM;
+				break;
+			}
+			s = ns;
+		}
+		r = fread(s + n, 1, cap - n, f);
+		n += r;
+		if (!r) {
+			if (ferror(f)) {
+				free(s);
+				s = NULL;
+			}
+			break;
+		}
+	}
+	if (f != stdin)
+		fclose(f);
+	if (s)
+		s[n] = '\0';
+	*len = n;
+	return s;
+}
+
+/* CSV when the first statement line has a comma. */
+static int looks_like_csv(const char *s, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		size_t e = i;
+
+		while (e < len && s[e] != '\n')
+			e++;
+		while (i < e && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r'))
+			i++;
+		if (i < e && s[i] != '#')
+			return memchr(s + i, ',', e - i) != NULL;
+		i = e + 1;
+	}
+	return 0;
+}
+
+struct model {
+	const char *path;
+	int is_graph;
+	struct md_problem prob;		/* CSV input */
+	struct md_graph_plan gp;	/* graph input */
+	struct md_problem *p;		/* the one planned */
+	struct md_plan *plan;
+	struct md_plan own;
+	double ms;
+};
+
+static int load(struct model *m, const char *path, int format,
+		const struct md_plan_opts *o)
+{
+	struct md_error err = { 0, "" };
+	struct md_graph *g = NULL;
+	size_t len;
+	char *text;
+	double t0;
+	int ret;
+
+	memset(m, 0, sizeof(*m));
+	m->path = path;
+	text = slurp(path, &len);
+	if (!text) {
+		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
+		return 1;
+	}
+	m->is_graph = format ? format == 2 : !looks_like_csv(text, len);
+	if (m->is_graph) {
+		ret = md_graph_new(&g);
+		if (!ret)
+			ret = md_graph_parse(g, text, len, &err);
+	} else {
+		md_problem_init(&m->prob);
+		ret = md_problem_parse_csv(&m->prob, text, len, &err);
+	}
+	free(text);
+	if (ret) {
+		if (ret == -EINVAL && err.line)
+			fprintf(stderr, "%s:%u: %s\n", path, err.line, err.msg);
+		else if (ret == -EINVAL)
+			fprintf(stderr, "%s: %s\n", path, err.msg);
+		else
+			fprintf(stderr, "%s: %s: %s\n", prog, path,
+				strerror(-ret));
+		md_graph_free(g);
+		return 1;
+	}
+	t0 = now_ms();
+	if (m->is_graph) {
+		ret = md_graph_plan(g, o, &m->gp);
+		m->p = &m->gp.problem;
+		m->plan = &m->gp.plan;
+	} else {
+		ret = md_plan_solve(&m->prob, o, &m->own);
+		m->p = &m->prob;
+		m->plan = &m->own;
+	}
+	m->ms = now_ms() - t0;
+	md_graph_free(g);
+	if (ret) {
+		fprintf(stderr, "%s: %s: planning failed: %s\n", prog, path,
+			strerror(-ret));
+		return 1;
+	}
+	return 0;
+}
+
+static void unload(struct model *m)
+{
+	if (m->is_graph)
+		md_graph_plan_free(&m->gp);
+	else
+		md_plan_free(&m->own);
+	md_problem_free(&m->prob);
+}
+
+static double ratio(uint64_t a, uint64_t b)
+{
+	return b ? (double)a / (double)b : 1.0;
+}
+
+static double saving(const struct md_plan *pl)
+{
+	return pl->total ? 100.0 * (1.0 - ratio(pl->peak, pl->total)) : 0.0;
+}
+
+static const char *strat_label(const struct md_plan *pl, char *buf,
+			       size_t len)
+{
+	snprintf(buf, len, "%s%s", md_strategy_name(pl->strategy),
+		 pl->improved ? " + local search" : "");
+	return buf;
+}
+
+static void print_text(const struct model *m)
+{
+	const struct md_plan *pl = m->plan;
+	char a[32], b[32], c[32], s[64];
+
+	printf("%s (%s)\n", m->path, m->is_graph ? "graph" : "csv");
+	if (m->is_graph)
+		printf("  tensors             %zu\n", m->gp.ntensors);
+	printf("  buffers             %zu\n", m->p->n);
+	printf("  no reuse            %" PRIu64 " (%s)\n", pl->total,
+	       md_format_size(pl->total, a, sizeof(a)));
+	printf("  lower bound         %" PRIu64 " (%s)\n", pl->lower_bound,
+	       md_format_size(pl->lower_bound, b, sizeof(b)));
+	printf("  peak                %" PRIu64 " (%s)\n", pl->peak,
+	       md_format_size(pl->peak, c, sizeof(c)));
+	printf("  peak/lower bound    %.3f\n", ratio(pl->peak, pl->lower_bound));
+	printf("  saving vs no reuse  %.1f %%\n", saving(pl));
+	printf("  strategy            %s\n", strat_label(pl, s, sizeof(s)));
+	printf("  time                %.3f ms\n", m->ms);
+	if (m->is_graph) {
+		const struct md_reuse_stats *st = &m->gp.stats;
+
+		printf("  intra-op reuse      %" PRIu64 " bytes (%u in place, %u refused)\n",
+		       st->intra_op_saved, st->inplace_taken,
+		       st->inplace_refused);
+		printf("  inter-op reuse      %" PRIu64 " bytes\n",
+		       st->inter_op_saved);
+	}
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = *s;
+
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+static void print_json(const struct model *m, int last)
+{
+	const struct md_plan *pl = m->plan;
+	int s, first = 1;
+
+	printf("    {\"file\": ");
+	json_str(stdout, m->path);
+	printf(", \"format\": \"%s\", \"buffers\": %zu, ",
+	       m->is_graph ? "graph" : "csv", m->p->n);
+	if (m->is_graph)
+		printf("\"tensors\": %zu, ", m->gp.ntensors);
+	printf("\"no_reuse\": %" PRIu64 ", \"lower_bound\": %" PRIu64
+	       ", \"peak\": %" PRIu64 ", \"peak_over_lower_bound\": %.4f, "
+	       "\"saving_percent\": %.2f, \"strategy\": \"%s\", "
+	       "\"local_search_improved\": %s, \"time_ms\": %.3f, ",
+	       pl->total, pl->lower_bound, pl->peak,
+	       ratio(pl->peak, pl->lower_bound), saving(pl),
+	       md_strategy_name(pl->strategy), pl->improved ? "true" : "false",
+	       m->ms);
+	printf("\"strategies\": {");
+	for (s = 0; s < MD_STRAT_COUNT; s++) {
+		if (!(pl->ran & (1u << s)))
+			continue;
+		printf("%s\"%s\": %" PRIu64, first ? "" : ", ",
+		       md_strategy_name(s), pl->strategy_peak[s]);
+		first = 0;
+	}
+	printf("}");
+	if (m->is_graph) {
+		const struct md_reuse_stats *st = &m->gp.stats;
+
+		printf(", \"reuse\": {\"tensor_bytes\": %" PRIu64
+		       ", \"intra_op_saved\": %" PRIu64
+		       ", \"inter_op_saved\": %" PRIu64
+		       ", \"inplace_taken\": %u, \"inplace_refused\": %u}",
+		       st->tensor_bytes, st->intra_op_saved,
+		       st->inter_op_saved, st->inplace_taken,
+		       st->inplace_refused);
+	}
+	printf("}%s\n", last ? "" : ",");
+}
+
+static int write_csv(const struct model *m, const char *path)
+{
+	char *out;
+	FILE *f;
+	int ret = md_problem_write_csv(m->p, m->plan->offsets, &out);
+
+	if (ret) {
+		fprintf(stderr, "%s: %s\n", prog, strerror(-ret));
+		return 1;
+	}
+	f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+	if (!f || fputs(out, f) < 0 || (f != stdout && fclose(f))) {
+		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
+		free(out);
+		return 1;
+	}
+	free(out);
+	return 0;
+}
+
+/* ------------------------------------------------------------ SVG */
+
+/* A "nice" tick step: 1, 2 or 5 times a power of ten, about @n ticks. */
+static double tick_step(double range, int n)
+{
+	double raw = range / n, p = 1;
+
+	while (p * 10 <= raw)
+		p *= 10;
+	while (p > raw && p > 1e-9)
+		p /= 10;
+	if (raw / p >= 5)
+		return 5 * p;
+	if (raw / p >= 2)
+		return 2 * p;
+	return p;
+}
+
+static int write_svg(const struct model *m, const char *path)
+{
+	const struct md_problem *p = m->p;
+	const struct md_plan *pl = m->plan;
+	const double W = 1200, H = 720, L = 110, R = 170, T = 56, B = 56;
+	double pw = W - L - R, ph = H - T - B, xs, ys, step, v;
+	uint64_t t0 = UINT64_MAX, t1 = 0, ymax;
+	char a[32], b[32];
+	double unit;
+	size_t i;
+	FILE *f;
+
+	for (i = 0; i < p->n; i++) {
+		if (p->bufs[i].lower < t0)
+			t0 = p->bufs[i].lower;
+		if (p->bufs[i].upper > t1)
+			t1 = p->bufs[i].upper;
+	}
+	if (!p->n) {
+		t0 = 0;
+		t1 = 1;
+	}
+	ymax = pl->peak > pl->lower_bound ? pl->peak : pl->lower_bound;
+	if (!ymax)
+		ymax = 1;
+	xs = pw / (double)(t1 - t0);
+	ys = ph / ((double)ymax * 1.08);
+	f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
+		return 1;
+	}
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+		"viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"13\">\n"
+		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+		W, H, W, H);
+	fprintf(f, "<text x=\"%.0f\" y=\"22\" font-size=\"16\" font-weight=\"bold\">",
+		L);
+	for (const char *c = m->path; *c; c++)
+		fputs(*c == '<' ? "&lt;" : *c == '&' ? "&amp;" : (char[]){ *c, 0 },
+		      f);
+	fprintf(f, "</text>\n<text x=\"%.0f\" y=\"42\" fill=\"#444\">%zu buffers, "
+		"peak %s = %.3f x lower bound %s, %s, %.2f ms</text>\n",
+		L, p->n, md_format_size(pl->peak, a, sizeof(a)),
+		ratio(pl->peak, pl->lower_bound),
+		md_format_size(pl->lower_bound, b, sizeof(b)),
+		md_strategy_name(pl->strategy), m->ms);
+	/* Plot frame and grid. */
+	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+		"fill=\"#fafafa\" stroke=\"#999\"/>\n", L, T, pw, ph);
+	/* Offset ticks on binary units: 256 KiB, not 262144. */
+	unit = ymax >= (4ull << 30) ? 1024.0 * 1024 * 1024 :
+	       ymax >= (4u << 20) ? 1024.0 * 1024 : ymax >= (4u << 10) ? 1024 : 1;
+	step = tick_step((double)ymax * 1.08 / unit, 8) * unit;
+	for (v = 0; v <= (double)ymax * 1.08; v += step) {
+		double y = T + ph - v * ys;
+
+		fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" "
+			"stroke=\"#e4e4e4\"/>\n<text x=\"%.1f\" y=\"%.1f\" "
+			"text-anchor=\"end\" fill=\"#444\">%s</text>\n",
+			L, L + pw, y, y, L - 6, y + 4,
+			md_format_size((uint64_t)v, a, sizeof(a)));
+	}
+	step = tick_step((double)(t1 - t0), 10);
+	for (v = 0; v <= (double)(t1 - t0); v += step) {
+		double x = L + v * xs;
+
+		fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" "
+			"stroke=\"#e4e4e4\"/>\n<text x=\"%.1f\" y=\"%.1f\" "
+			"text-anchor=\"middle\" fill=\"#444\">%.0f</text>\n",
+			x, x, T, T + ph, x, T + ph + 18, (double)t0 + v);
+	}
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">time</text>\n",
+		L + pw / 2, H - 10);
+	fprintf(f, "<text transform=\"translate(18 %.1f) rotate(-90)\" "
+		"text-anchor=\"middle\">offset</text>\n", T + ph / 2);
+	/* One rectangle per buffer, colour from its index. */
+	for (i = 0; i < p->n; i++) {
+		const struct md_buffer *bf = &p->bufs[i];
+		double x = L + (double)(bf->lower - t0) * xs;
+		double w = (double)(bf->upper - bf->lower) * xs;
+		double y = T + ph - (double)(pl->offsets[i] + bf->size) * ys;
+		double h = (double)bf->size * ys;
+		unsigned int hue = (unsigned int)((i * 137u) % 360u);
+
+		if (!bf->size)
+			continue;
+		fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+			"fill=\"hsl(%u,65%%,62%%)\" stroke=\"#333\" stroke-width=\"0.4\">"
+			"<title>", x, y, w > 0.5 ? w : 0.5, h > 0.3 ? h : 0.3, hue);
+		for (const char *c = bf->id ? bf->id : ""; *c; c++)
+			fputs(*c == '<' ? "&lt;" : *c == '&' ? "&amp;" :
+			      (char[]){ *c, 0 }, f);
+		fprintf(f, " [%" PRIu64 ", %" PRIu64 ") %" PRIu64 " B at %" PRIu64
+			"</title></rect>\n", bf->lower, bf->upper, bf->size,
+			pl->offsets[i]);
+	}
+	/* Peak and lower bound. */
+	fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" "
+		"stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"8 4\"/>\n"
+		"<text x=\"%.1f\" y=\"%.1f\" fill=\"#d62728\">peak %s</text>\n",
+		L, L + pw, T + ph - (double)pl->peak * ys,
+		T + ph - (double)pl->peak * ys, L + pw + 6,
+		T + ph - (double)pl->peak * ys - 2,
+		md_format_size(pl->peak, a, sizeof(a)));
+	fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" "
+		"stroke=\"#1f77b4\" stroke-width=\"2\" stroke-dasharray=\"3 3\"/>\n"
+		"<text x=\"%.1f\" y=\"%.1f\" fill=\"#1f77b4\">lower bound %s</text>\n",
+		L, L + pw, T + ph - (double)pl->lower_bound * ys,
+		T + ph - (double)pl->lower_bound * ys, L + pw + 6,
+		T + ph - (double)pl->lower_bound * ys + 14,
+		md_format_size(pl->lower_bound, b, sizeof(b)));
+	fprintf(f, "</svg>\n");
+	if (fclose(f)) {
+		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+static int strategy_arg(const char *s, int *out)
+{
+	int i;
+
+	for (i = 0; i < MD_STRAT_COUNT; i++) {
+		if (!strcmp(s, md_strategy_name(i))) {
+			*out = i;
+			return 0;
+		}
+	}
+	if (!strcmp(s, "all")) {
+		*out = MD_STRAT_ALL;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "svg", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "strategy", required_argument, NULL, 'S' },
+		{ "improve", required_argument, NULL, 'i' },
+		{ "exhaustive", no_argument, NULL, 'x' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct md_plan_opts o = { MD_STRAT_ALL, 0, 0 };
+	const char *csv_out = NULL, *svg_out = NULL;
+	struct model *models;
+	int json = 0, format = 0, c, i, n, rc = 0;
+
+	while ((c = getopt_long(argc, argv, "o:s:jf:S:i:xVh", lopts,
+				NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			csv_out = optarg;
+			break;
+		case 's':
+			svg_out = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'f':
+			if (!strcmp(optarg, "csv")) {
+				format = 1;
+			} else if (!strcmp(optarg, "graph")) {
+				format = 2;
+			} else {
+				fprintf(stderr, "%s: --format: csv or graph, not '%s'\n",
+					prog, optarg);
+				return 2;
+			}
+			break;
+		case 'S':
+			if (strategy_arg(optarg, &o.strategy)) {
+				fprintf(stderr, "%s: unknown strategy '%s' (see --help)\n",
+					prog, optarg);
+				return 2;
+			}
+			break;
+		case 'i': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || end == optarg || v < 0 || v > 1000000) {
+				fprintf(stderr, "%s: --improve: a number of passes, not '%s'\n",
+					prog, optarg);
+				return 2;
+			}
+			o.improve = (int)v;
+			break;
+		}
+		case 'x':
+			o.exhaustive = 1;
+			break;
+		case 'V':
+			printf("%s %s\n", prog, md_version());
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	n = argc - optind;
+	if (n < 1) {
+		fprintf(stderr, "%s: no input file\n", prog);
+		usage(stderr);
+		return 2;
+	}
+	if (n > 1 && (csv_out || svg_out)) {
+		fprintf(stderr, "%s: -o and --svg take one input file\n", prog);
+		return 2;
+	}
+	models = calloc(n, sizeof(*models));
+	if (!models) {
+		fprintf(stderr, "%s: %s\n", prog, strerror(ENOMEM));
+		return 1;
+	}
+	for (i = 0; i < n; i++) {
+		if (load(&models[i], argv[optind + i], format, &o)) {
+			while (i--)
+				unload(&models[i]);
+			free(models);
+			return 1;
+		}
+	}
+	if (json)
+		printf("{\n  \"models\": [\n");
+	for (i = 0; i < n; i++) {
+		if (json)
+			print_json(&models[i], i == n - 1);
+		else
+			print_text(&models[i]);
+	}
+	if (n > 1) {
+		uint64_t *peaks = calloc(n, sizeof(*peaks));
+		struct md_overlay_stats st = { 0, 0, 0 };
+		char a[32], b[32];
+
+		for (i = 0; peaks && i < n; i++)
+			peaks[i] = models[i].plan->peak;
+		if (!peaks || md_overlay(peaks, n, NULL, &st)) {
+			fprintf(stderr, "%s: overlay failed\n", prog);
+			rc = 1;
+		} else if (json) {
+			printf("  ],\n  \"inter_model\": {\"sum_of_peaks\": %" PRIu64
+			       ", \"arena\": %" PRIu64 ", \"saved\": %" PRIu64 "}\n",
+			       st.sum_peaks, st.arena, st.saved);
+		} else {
+			printf("inter-model reuse: %d models, one arena of %s instead of %s (saves %" PRIu64 " bytes)\n",
+			       n, md_format_size(st.arena, a, sizeof(a)),
+			       md_format_size(st.sum_peaks, b, sizeof(b)),
+			       st.saved);
+		}
+		free(peaks);
+	} else if (json) {
+		printf("  ]\n");
+	}
+	if (json)
+		printf("}\n");
+	if (!rc && csv_out)
+		rc = write_csv(&models[0], csv_out);
+	if (!rc && svg_out)
+		rc = write_svg(&models[0], svg_out);
+	for (i = 0; i < n; i++)
+		unload(&models[i]);
+	free(models);
+	return rc;
+}
