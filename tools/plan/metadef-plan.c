@@ -199,9 +199,17 @@ static double ratio(uint64_t a, uint64_t b)
 	return b ? (double)a / (double)b : 1.0;
 }
 
-static double saving(const struct md_plan *pl)
+/* Bytes without any reuse: every tensor (graph) or buffer (CSV) apart. */
+static uint64_t no_reuse(const struct model *m)
 {
-	return pl->total ? 100.0 * (1.0 - ratio(pl->peak, pl->total)) : 0.0;
+	return m->is_graph ? m->gp.stats.tensor_bytes : m->plan->total;
+}
+
+static double saving(const struct model *m)
+{
+	uint64_t total = no_reuse(m);
+
+	return total ? 100.0 * (1.0 - ratio(m->plan->peak, total)) : 0.0;
 }
 
 static const char *strat_label(const struct md_plan *pl, char *buf,
@@ -221,14 +229,14 @@ static void print_text(const struct model *m)
 	if (m->is_graph)
 		printf("  tensors             %zu\n", m->gp.ntensors);
 	printf("  buffers             %zu\n", m->p->n);
-	printf("  no reuse            %" PRIu64 " (%s)\n", pl->total,
-	       md_format_size(pl->total, a, sizeof(a)));
+	printf("  no reuse            %" PRIu64 " (%s)\n", no_reuse(m),
+	       md_format_size(no_reuse(m), a, sizeof(a)));
 	printf("  lower bound         %" PRIu64 " (%s)\n", pl->lower_bound,
 	       md_format_size(pl->lower_bound, b, sizeof(b)));
 	printf("  peak                %" PRIu64 " (%s)\n", pl->peak,
 	       md_format_size(pl->peak, c, sizeof(c)));
 	printf("  peak/lower bound    %.3f\n", ratio(pl->peak, pl->lower_bound));
-	printf("  saving vs no reuse  %.1f %%\n", saving(pl));
+	printf("  saving vs no reuse  %.1f %%\n", saving(m));
 	printf("  strategy            %s\n", strat_label(pl, s, sizeof(s)));
 	printf("  time                %.3f ms\n", m->ms);
 	if (m->is_graph) {
@@ -273,8 +281,8 @@ static void print_json(const struct model *m, int last)
 	       ", \"peak\": %" PRIu64 ", \"peak_over_lower_bound\": %.4f, "
 	       "\"saving_percent\": %.2f, \"strategy\": \"%s\", "
 	       "\"local_search_improved\": %s, \"time_ms\": %.3f, ",
-	       pl->total, pl->lower_bound, pl->peak,
-	       ratio(pl->peak, pl->lower_bound), saving(pl),
+	       no_reuse(m), pl->lower_bound, pl->peak,
+	       ratio(pl->peak, pl->lower_bound), saving(m),
 	       md_strategy_name(pl->strategy), pl->improved ? "true" : "false",
 	       m->ms);
 	printf("\"strategies\": {");
