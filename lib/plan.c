@@ -957,6 +957,7 @@ static int improve(struct solver *s, int passes)
 
 static int check_problem(const struct md_problem *p)
 {
+	uint64_t room = UINT64_MAX;
 	size_t i;
 
 	if (p->n >= MD_ITREE_NIL)
@@ -966,6 +967,10 @@ static int check_problem(const struct md_problem *p)
 
 		if (b->upper <= b->lower || !b->align)
 			return -EINVAL;
+		/* Even stacking everything, with padding, must fit. */
+		if (b->size > room || b->align - 1 > room - b->size)
+			return -EOVERFLOW;
+		room -= b->size + (b->align - 1);
 		if ((b->flags & MD_BUF_FIXED) &&
 		    (b->offset % b->align || b->offset + b->size < b->offset))
 			return -EINVAL;

@@ -233,7 +233,7 @@ TEST(scratch_growth_with_poisoned_heap)
 	}
 	md_problem_free(&p);
 	md_problem_init(&p);
-	for (i = 0; i < 30000; i++) {
+	for (i = 0; i < 6000; i++) {
 		uint64_t lo = i / 2, life = i % 50 ? 1 + rnd() % 8 :
 					   1 + rnd() % 600;
 
@@ -270,6 +270,9 @@ TEST(empty_and_zero_sized)
 	ASSERT_EQ(0, md_plan_solve(&p, NULL, &plan));
 	EXPECT_EQ(10, plan.peak);
 	md_plan_free(&plan);
+	/* Sizes that cannot all fit in 64 bits are refused up front. */
+	md_problem_add(&p, "huge", 0, 1, UINT64_MAX - 4, 0);
+	EXPECT_EQ(-EOVERFLOW, md_plan_solve(&p, NULL, &plan));
 	md_problem_free(&p);
 }
 
