@@ -978,6 +978,38 @@ static int check_problem(const struct md_problem *p)
 	return 0;
 }
 
+/* Fixed buffers must not overlap each other: nothing could fix that. */
+static int check_fixed(const struct md_problem *p)
+{
+	struct md_problem f;
+	uint64_t *off;
+	size_t i, k = 0;
+	int ret;
+
+	for (i = 0; i < p->n; i++)
+		k += !!(p->bufs[i].flags & MD_BUF_FIXED);
+	if (k < 2)
+		return 0;
+	md_problem_init(&f);
+	f.bufs = malloc(k * sizeof(*f.bufs));
+	off = malloc(k * sizeof(*off));
+	if (!f.bufs || !off) {
+		free(f.bufs);
+		free(off);
+		return -ENOMEM;
+	}
+	for (i = 0; i < p->n; i++) {
+		if (!(p->bufs[i].flags & MD_BUF_FIXED))
+			continue;
+		off[f.n] = p->bufs[i].offset;
+		f.bufs[f.n++] = p->bufs[i];
+	}
+	ret = md_plan_validate(&f, off, NULL);
+	free(f.bufs);
+	free(off);
+	return ret;
+}
+
 /*
  * Strategies in the order they are tried when the work budget does not
  * allow all of them: the dynamic ones win most often on hard inputs but
@@ -1081,6 +1113,8 @@ MD_API int md_plan_solve(const struct md_problem *p,
 	if (opts->strategy < 0 || opts->strategy > MD_STRAT_ALL)
 		return -EINVAL;
 	ret = check_problem(p);
+	if (!ret)
+		ret = check_fixed(p);
 	if (ret)
 		return ret;
 	ret = sorted_copy(p, &q, &idx);

@@ -172,9 +172,10 @@ const char *md_strategy_name(int strategy);
  * strategies within the work budget, no local search),
  * validate the result and fill @plan (release with md_plan_free()). The same
  * input and options always give the same plan.
- * Return: 0, -EINVAL (bad problem), -EOVERFLOW (sizes plus alignment
- * padding do not fit in 64 bits), -EFAULT (a solver produced an invalid
- * plan: a bug) or -ENOMEM.
+ * Return: 0, -EINVAL (bad problem), -EEXIST (two fixed buffers overlap:
+ * md_plan_validate() on the fixed ones says which), -EOVERFLOW (sizes plus
+ * alignment padding do not fit in 64 bits), -EFAULT (a solver produced an
+ * invalid plan: a bug) or -ENOMEM.
  */
 int md_plan_solve(const struct md_problem *p, const struct md_plan_opts *opts,
 		  struct md_plan *plan);

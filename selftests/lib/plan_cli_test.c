@@ -80,6 +80,8 @@ FIXTURE_SETUP(cli)
 	put("num.csv", "id,lower,upper,size\na,0,3,4\n\nb,0,x3,4\n");
 	put("order.csv", "id,lower,upper,size\na,5,5,4\n");
 	put("dup.csv", "id,lower,upper,size\na,0,3,4\nb,0,3,4\na,1,2,1\n");
+	put("clash.csv", "id,lower,upper,size,offset\na,0,3,4,0\nb,2,5,4,2\n"
+			 "c,0,9,4,\n");
 	put("bad.graph", "input x 10\nop f x -> a:10\nop g y -> b:1\n");
 	put("good.graph", "input x 1K\nop f x -> a:4K\nop g a -> b:4K=a\n"
 			  "op h b -> c:1K\noutput c\n");
@@ -120,6 +122,7 @@ TEST_F(cli, malformed_input_names_file_and_line)
 		{ "order.csv", "order.csv:2: upper 5 must be greater than lower 5" },
 		{ "dup.csv", "dup.csv:4: duplicate id 'a'" },
 		{ "bad.graph", "bad.graph:3: unknown tensor 'y'" },
+		{ "clash.csv", "clash.csv: fixed offsets overlap: 'a' alive [0, 3) at [0, 4) and 'b' alive [2, 5) at [2, 6)" },
 	};
 	size_t i;
 

@@ -168,6 +168,14 @@ TEST(fixed_offsets_stay)
 	for (i = 0; i < p.n; i += 10)
 		EXPECT_EQ(p.bufs[i].offset, plan.offsets[i]);
 	md_plan_free(&plan);
+	/* Two fixed buffers on top of each other: nothing to plan. */
+	p.bufs[10].lower = p.bufs[0].lower;
+	p.bufs[10].upper = p.bufs[0].upper;
+	p.bufs[10].offset = p.bufs[0].offset;
+	EXPECT_EQ(-EEXIST, md_plan_solve(&p, NULL, &plan));
+	p.bufs[10].lower = 1010;
+	p.bufs[10].upper = 1011;
+	p.bufs[10].offset = 1u << 20 | (10 * 64);
 	/* A fixed offset that breaks the alignment is refused. */
 	p.bufs[0].offset = 8;
 	EXPECT_EQ(-EINVAL, md_plan_solve(&p, NULL, &plan));

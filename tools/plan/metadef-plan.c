@@ -127,6 +127,50 @@ struct model {
 	double ms;
 };
 
+/*
+ * A CSV with an offset column fixes those buffers (a plan read back, or
+ * pre-placed buffers). Say which two overlap rather than failing later.
+ */
+static int report_fixed_conflict(const struct model *m)
+{
+	const struct md_problem *p = &m->prob;
+	struct md_problem f;
+	struct md_conflict c;
+	uint64_t *off;
+	size_t *map, i;
+	int ret;
+
+	md_problem_init(&f);
+	f.bufs = malloc((p->n + 1) * sizeof(*f.bufs));
+	off = malloc((p->n + 1) * sizeof(*off));
+	map = malloc((p->n + 1) * sizeof(*map));
+	if (!f.bufs || !off || !map) {
+		free(f.bufs);
+		free(off);
+		free(map);
+		return 0;	/* md_plan_solve() will say -ENOMEM */
+	}
+	for (i = 0; i < p->n; i++) {
+		if (!(p->bufs[i].flags & MD_BUF_FIXED))
+			continue;
+		map[f.n] = i;
+		off[f.n] = p->bufs[i].offset;
+		f.bufs[f.n++] = p->bufs[i];
+	}
+	ret = md_plan_validate(&f, off, &c);
+	if (ret == -EEXIST)
+		fprintf(stderr, "%s: fixed offsets overlap: '%s' alive [%" PRIu64
+			", %" PRIu64 ") at [%" PRIu64 ", %" PRIu64 ") and '%s' alive [%"
+			PRIu64 ", %" PRIu64 ") at [%" PRIu64 ", %" PRIu64 ")\n",
+			m->path, p->bufs[map[c.a]].id, c.a_lower, c.a_upper,
+			c.a_off, c.a_end, p->bufs[map[c.b]].id, c.b_lower,
+			c.b_upper, c.b_off, c.b_end);
+	free(f.bufs);
+	free(off);
+	free(map);
+	return ret == -EEXIST;
+}
+
 static int load(struct model *m, const char *path, int format,
 		const struct md_plan_opts *o)
 {
@@ -165,6 +209,8 @@ static int load(struct model *m, const char *path, int format,
 		md_graph_free(g);
 		return 1;
 	}
+	if (!m->is_graph && report_fixed_conflict(m))
+		return 1;
 	t0 = now_ms();
 	if (m->is_graph) {
 		ret = md_graph_plan(g, o, &m->gp);
