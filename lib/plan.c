@@ -63,6 +63,7 @@ struct placer {
 	uint32_t epoch;
 	uint32_t *ids;
 	struct range *rng;
+	struct range *tmp;	/* radix sort scratch, as big as rng */
 	struct range *cur;	/* overlapping(): rng or a part of nb */
 	size_t cap;		/* entries of ids and rng */
 	uint64_t peak;
@@ -158,7 +159,8 @@ static int placer_init(struct placer *pl, const struct md_problem *p)
 	pl->st = calloc(p->n + 1, sizeof(*pl->st));
 	pl->ids = malloc(pl->cap * sizeof(*pl->ids));
 	pl->rng = malloc(pl->cap * sizeof(*pl->rng));
-	if (!pl->st || !pl->ids || !pl->rng)
+	pl->tmp = malloc(pl->cap * sizeof(*pl->tmp));
+	if (!pl->st || !pl->ids || !pl->rng || !pl->tmp)
 		goto nomem;
 	ret = md_plan_test_no_lists ? -E2BIG : build_lists(pl);
 	if (ret == -ENOMEM)
@@ -193,6 +195,7 @@ nomem:
 	free(pl->st);
 	free(pl->ids);
 	free(pl->rng);
+	free(pl->tmp);
 	return -ENOMEM;
 }
 
@@ -208,6 +211,7 @@ static void placer_free(struct placer *pl)
 	free(pl->st);
 	free(pl->ids);
 	free(pl->rng);
+	free(pl->tmp);
 }
 
 static void placer_reset(struct placer *pl)
@@ -244,6 +248,10 @@ static int grow(struct placer *pl, size_t k)
 	if (!nr)
 		return -ENOMEM;
 	pl->rng = nr;
+	nr = realloc(pl->tmp, cap * sizeof(*nr));
+	if (!nr)
+		return -ENOMEM;
+	pl->tmp = nr;
 	pl->cap = cap;
 	return 0;
 }
@@ -304,6 +312,48 @@ static void sort_ranges(struct range *r, size_t k)
 	}
 }
 
+/*
+ * Many ranges (a long-lived buffer among thousands of short ones): LSD
+ * radix sort on the offset, bytes that are the same everywhere skipped.
+ */
+static void sort_ranges_big(struct placer *pl, size_t k)
+{
+	struct range *src = pl->rng, *dst = pl->tmp;
+	uint64_t all_or = 0, all_and = ~0ULL;
+	size_t cnt[256], i;
+	unsigned int shift;
+
+	if (k <= 96) {
+		sort_ranges(pl->rng, k);
+		return;
+	}
+	for (i = 0; i < k; i++) {
+		all_or |= src[i].off;
+		all_and &= src[i].off;
+	}
+	for (shift = 0; shift < 64; shift += 8) {
+		size_t sum = 0;
+
+		if (!(((all_or ^ all_and) >> shift) & 0xff))
+			continue;
+		memset(cnt, 0, sizeof(cnt));
+		for (i = 0; i < k; i++)
+			cnt[(src[i].off >> shift) & 0xff]++;
+		for (i = 0; i < 256; i++) {
+			size_t c = cnt[i];
+
+			cnt[i] = sum;
+			sum += c;
+		}
+		for (i = 0; i < k; i++)
+			dst[cnt[(src[i].off >> shift) & 0xff]++] = src[i];
+		src = dst;
+		dst = dst == pl->rng ? pl->tmp : pl->rng;
+	}
+	if (src != pl->rng)
+		memcpy(pl->rng, src, k * sizeof(*src));
+}
+
 /* Memory ranges of the placed buffers alive with @b, sorted by offset. */
 static inline void add_range(struct placer *pl, uint32_t x, size_t *m)
 {
@@ -336,7 +386,7 @@ static int overlapping(struct placer *pl, uint32_t bx, size_t *nk)
 			add_range(pl, pl->bwd[a], &m);
 		for (a = bx + 1; a < pl->fwd_end[bx]; a++)
 			add_range(pl, a, &m);
-		sort_ranges(pl->rng, m);
+		sort_ranges_big(pl, m);
 		pl->cur = pl->rng;	/* after grow(): rng may have moved */
 		*nk = m;
 		return 0;
@@ -351,7 +401,7 @@ static int overlapping(struct placer *pl, uint32_t bx, size_t *nk)
 	}
 	for (i = 0; i < k; i++)
 		add_range(pl, pl->ids[i], &m);
-	sort_ranges(pl->rng, m);
+	sort_ranges_big(pl, m);
 	pl->cur = pl->rng;
 	*nk = m;
 	return 0;
