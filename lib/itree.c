@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "itree.h"
 
@@ -32,6 +33,23 @@ int md_itree_init(struct md_itree *t, size_t cap)
 	t->cap = (uint32_t)cap;
 	t->root = NIL;
 	t->count = 0;
+	return 0;
+}
+
+int md_itree_grow(struct md_itree *t, size_t cap)
+{
+	struct md_itree_node *n;
+
+	if (cap <= t->cap)
+		return 0;
+	if (cap >= NIL)
+		return -ERANGE;
+	n = realloc(t->nodes, cap * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	memset(n + t->cap, 0, (cap - t->cap) * sizeof(*n));
+	t->nodes = n;
+	t->cap = (uint32_t)cap;
 	return 0;
 }
 

@@ -30,6 +30,8 @@ struct md_itree {
 /* Room for ids [0, cap). Return: 0 or -ENOMEM. */
 int md_itree_init(struct md_itree *t, size_t cap);
 void md_itree_free(struct md_itree *t);
+/* Room for ids [0, cap) (never shrinks). Return: 0, -ENOMEM, -ERANGE. */
+int md_itree_grow(struct md_itree *t, size_t cap);
 /* Empty the tree, keeping its storage. */
 void md_itree_clear(struct md_itree *t);
 

@@ -33,13 +33,49 @@ static void fill(struct md_conflict *c, const struct md_problem *p,
 	c->b_end = off[b] + p->bufs[b].size;
 }
 
+/* Buffers alive at the sweep's current time, by end (a min-heap). */
+struct live {
+	uint64_t upper;
+	uint32_t idx, slot;
+};
+
+static void live_push(struct live *h, size_t *n, struct live e)
+{
+	size_t i = (*n)++;
+
+	while (i && h[(i - 1) / 2].upper > e.upper) {
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = e;
+}
+
+static struct live live_pop(struct live *h, size_t *n)
+{
+	struct live top = h[0], e = h[--(*n)];
+	size_t i = 0, c;
+
+	while ((c = 2 * i + 1) < *n) {
+		if (c + 1 < *n && h[c + 1].upper < h[c].upper)
+			c++;
+		if (h[c].upper >= e.upper)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	if (*n)
+		h[i] = e;
+	return top;
+}
+
 MD_API int md_plan_validate(const struct md_problem *p,
 			    const uint64_t *offsets, struct md_conflict *c)
 {
-	struct md_kv *start = NULL, *end = NULL;
-	uint32_t *slot_of = NULL, *owner = NULL, *free_slots = NULL;
+	struct md_kv *start = NULL;
+	struct live *heap = NULL;
+	uint32_t *owner = NULL, *free_slots = NULL;
 	struct md_itree t = { 0 };
-	size_t i, e = 0, live = 0, maxlive = 0, nfree;
+	size_t i, nh = 0, nfree = 0, nslots = 0, cap = 0;
 	int ret;
 
 	if (p->n >= MD_ITREE_NIL)
@@ -55,54 +91,30 @@ MD_API int md_plan_validate(const struct md_problem *p,
 		}
 	}
 	start = malloc(p->n * sizeof(*start) + 1);
-	end = malloc(p->n * sizeof(*end) + 1);
-	slot_of = malloc(p->n * sizeof(*slot_of) + 1);
-	if (!start || !end || !slot_of) {
+	if (!start || md_itree_init(&t, 0)) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	for (i = 0; i < p->n; i++) {
+	for (i = 0; i < p->n; i++)
 		start[i] = (struct md_kv){ p->bufs[i].lower, (uint32_t)i };
-		end[i] = (struct md_kv){ p->bufs[i].upper, (uint32_t)i };
-	}
-	if (md_sort_kv(start, p->n) || md_sort_kv(end, p->n)) {
+	if (md_sort_kv(start, p->n)) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	/*
 	 * Tree nodes are recycled slots, as many as buffers are ever alive
-	 * at once: a small tree that stays in cache.
+	 * at once: a small tree that stays in cache, and no array of n.
 	 */
 	for (i = 0; i < p->n; i++) {
-		while (e < p->n && end[e].key <= start[i].key) {
-			e++;
-			live--;
-		}
-		if (++live > maxlive)
-			maxlive = live;
-	}
-	e = 0;
-	owner = malloc(maxlive * sizeof(*owner) + 1);
-	free_slots = malloc(maxlive * sizeof(*free_slots) + 1);
-	if (!owner || !free_slots || md_itree_init(&t, maxlive)) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (nfree = 0; nfree < maxlive; nfree++)
-		free_slots[nfree] = (uint32_t)(maxlive - 1 - nfree);
-	for (i = 0; i < p->n; i++) {
-		uint32_t x = start[i].idx, y;
+		uint32_t x = start[i].idx, y, slot;
 		const struct md_buffer *b = &p->bufs[x];
 
 		/* [lower, upper): whatever ended by now is gone. */
-		while (e < p->n && end[e].key <= b->lower) {
-			uint32_t z = end[e].idx;
+		while (nh && heap[0].upper <= b->lower) {
+			struct live e = live_pop(heap, &nh);
 
-			if (p->bufs[z].size) {
-				md_itree_remove(&t, slot_of[z]);
-				free_slots[nfree++] = slot_of[z];
-			}
-			e++;
+			md_itree_remove(&t, e.slot);
+			free_slots[nfree++] = e.slot;
 		}
 		if (!b->size)
 			continue;
@@ -112,17 +124,38 @@ MD_API int md_plan_validate(const struct md_problem *p,
 			ret = -EEXIST;
 			goto out;
 		}
-		slot_of[x] = free_slots[--nfree];
-		owner[slot_of[x]] = x;
-		md_itree_insert(&t, slot_of[x], offsets[x],
-				offsets[x] + b->size);
+		if (!nfree) {
+			if (nslots == cap) {
+				size_t nc = cap ? 2 * cap : 256;
+				struct live *nh2 = realloc(heap, nc * sizeof(*nh2));
+				uint32_t *no, *nf;
+
+				if (nh2)
+					heap = nh2;
+				no = realloc(owner, nc * sizeof(*no));
+				if (no)
+					owner = no;
+				nf = realloc(free_slots, nc * sizeof(*nf));
+				if (nf)
+					free_slots = nf;
+				if (!nh2 || !no || !nf || md_itree_grow(&t, nc)) {
+					ret = -ENOMEM;
+					goto out;
+				}
+				cap = nc;
+			}
+			free_slots[nfree++] = (uint32_t)nslots++;
+		}
+		slot = free_slots[--nfree];
+		owner[slot] = x;
+		md_itree_insert(&t, slot, offsets[x], offsets[x] + b->size);
+		live_push(heap, &nh, (struct live){ b->upper, x, slot });
 	}
 	ret = 0;
 out:
 	md_itree_free(&t);
 	free(start);
-	free(end);
-	free(slot_of);
+	free(heap);
 	free(owner);
 	free(free_slots);
 	return ret;

@@ -24,11 +24,13 @@ static uint64_t rnd(void)
 	return rng_state;
 }
 
+/* CPU time of this thread: the 1 s budget is for the work, not for the
+ * time the scheduler gives other jobs on a busy machine. */
 static double now(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -196,7 +198,7 @@ TEST(validator_million)
 	t0 = now();
 	ASSERT_EQ(0, md_plan_validate(&p, off, NULL));
 	t1 = now();
-	TH_LOG("validated 10^6 intervals in %.3f s", t1 - t0);
+	TH_LOG("validated 10^6 intervals in %.3f s (CPU)", t1 - t0);
 	EXPECT_LT(t1 - t0, 1.0);
 
 	/* One more buffer on top of slot 500 in round 7: caught. */
