@@ -17,6 +17,7 @@
 #include <metadef/plan.h>
 
 static const char *prog = "metadef-plan";
+static int all_strategies = 1;	/* no -S */
 
 static void usage(FILE *f)
 {
@@ -284,6 +285,14 @@ static void print_text(const struct model *m)
 	printf("  peak/lower bound    %.3f\n", ratio(pl->peak, pl->lower_bound));
 	printf("  saving vs no reuse  %.1f %%\n", saving(m));
 	printf("  strategy            %s\n", strat_label(pl, s, sizeof(s)));
+	printf("  all strategies     ");
+	for (int i = 0; i < MD_STRAT_COUNT; i++)
+		if (pl->ran & (1u << i))
+			printf(" %s %.3f", md_strategy_name(i),
+			       ratio(pl->strategy_peak[i], pl->lower_bound));
+	printf("%s\n", !all_strategies ||
+	       pl->ran == (1u << MD_STRAT_COUNT) - 1 ? "" :
+	       " (others skipped: work budget, see -x)");
 	printf("  time                %.3f ms\n", m->ms);
 	if (m->is_graph) {
 		const struct md_reuse_stats *st = &m->gp.stats;
@@ -573,6 +582,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'S':
+			all_strategies = 0;
 			if (strategy_arg(optarg, &o.strategy)) {
 				fprintf(stderr, "%s: unknown strategy '%s' (see --help)\n",
 					prog, optarg);
