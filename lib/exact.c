@@ -1,0 +1,1299 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Exact offset planning: branch and bound over canonical placements.
+ *
+ * Canonical placements. Any plan can be pushed down, buffer by buffer in
+ * order of (offset, rank), until each buffer sits at the lowest allowed
+ * offset above the buffers before it that overlap it in time. So the search
+ * builds plans as sequences: the next buffer goes at
+ *
+ *	c(x) = lowest aligned offset >= max(S(x), L) that misses every fixed
+ *	       buffer, and > L when S(x) <= L and rank(x) < rank(last),
+ *
+ * where S(x) is the skyline (highest top of a placed buffer) over x's
+ * lifetime and L the offset of the buffer placed last. Offsets never go
+ * down along a sequence, so a state is (unplaced set, skyline, L).
+ *
+ * Pruning, all of it exact:
+ *  - capacity: every unplaced x needs c(x) + size(x) <= capacity.
+ *  - sections: time is cut into elementary sections; in each section the
+ *    bytes R(s) still to place go above max(floor(s), m), m the lowest
+ *    c(x) of all: max(floor, m) + R(s) <= capacity. floor + R is checked
+ *    when a placement raises a floor, m + max R with a max segment tree.
+ *  - dominance: placing y while another x would fit entirely below c(y)
+ *    (c(x) + size(x) <= c(y)) is never needed: the same completion works
+ *    with x moved down there first. So only buffers that start below the
+ *    lowest end of all the others are branched on.
+ *  - decomposition: when no unplaced buffer crosses some instant, the two
+ *    sides are independent; each part is solved alone (smallest first) and
+ *    a failing part fails the node without retrying the others.
+ *  - memo: failed states are remembered in a transposition table keyed by
+ *    a Zobrist hash of the part's unplaced set, the floors of its sections
+ *    that still have buffers to place, and L when it still matters.
+ *
+ * Branching order: lowest c(x) first (no hole left behind), ties by a
+ * static rank (long lifetimes, then large sizes first).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <metadef/exact.h>
+
+#include "internal.h"
+#include "plan_internal.h"
+
+#define NONE		UINT32_MAX
+#define CHECK_EVERY	1023u		/* nodes between clock checks */
+
+struct cand {
+	uint64_t c;			/* lowest offset on the skyline */
+	uint64_t b;			/* lowest offset it can still get */
+	uint32_t x;
+	uint32_t pos;			/* index in the group's list */
+	uint32_t r;			/* rank */
+	uint32_t pad;
+};
+
+struct grp {
+	uint32_t ub, nu;		/* list of unplaced: ua[ub .. ub + nu) */
+	uint32_t sa, sb;		/* sections [sa, sb) */
+	uint64_t X;			/* hash of the state outside the group */
+};
+
+struct rec {
+	uint32_t x, fpos, spos;
+};
+
+struct sprev {
+	uint32_t x;
+	uint64_t s;
+};
+
+struct ex {
+	/* problem: free buffers of size > 0, in rank order */
+	size_t n, m;			/* buffers, sections */
+	uint32_t *orig;			/* index in the md_problem */
+	uint32_t *lo, *hi;		/* sections [lo, hi) */
+	uint64_t *sz, *al;
+	uint32_t *nbs, *nb;		/* time neighbours, CSR */
+	uint32_t *obs;			/* fixed obstacles, CSR into ob */
+	uint64_t *ob;			/* pairs [start, end) */
+	uint64_t *zb;			/* Zobrist key of each buffer */
+	uint64_t *live;			/* bytes alive per section */
+
+	/* search state */
+	uint64_t cap, capkey;
+	uint64_t *S, *f, *R, *off;
+	uint32_t *cnt;			/* buffers crossing boundary s|s+1 */
+	uint8_t *placed;
+	uint64_t H;
+	struct rec *rec;
+	size_t nrec;
+	uint64_t *fs;
+	size_t nf;
+	struct sprev *ss;
+	size_t nss;
+	size_t nsss;			/* allocated entries of ss */
+	int64_t *mx, *ad;		/* max segment tree over R */
+	size_t tsize;
+	uint32_t *zs;			/* scratch: zero boundaries */
+	uint64_t *P;			/* scratch: per section */
+
+	/* arenas (indices, they move) */
+	struct cand *ca;
+	size_t ctop, ccap;
+	uint32_t *ua;
+	size_t utop, ucap;
+
+	/* memo */
+	uint64_t *memo;
+	uint64_t memo_mask;
+
+	/* limits */
+	struct timespec t0;
+	double deadline;		/* seconds since t0, <= 0: none */
+	double last_report;
+	uint64_t report_nodes;
+	volatile sig_atomic_t *cancel;
+	void (*progress)(const struct md_exact_progress *, void *);
+	void *progress_arg;
+	uint64_t best_peak, proven_lb;
+	uint64_t nodes;
+	uint64_t budget_end;		/* node budget of this run */
+	int bstop;			/* the budget ran out */
+	int stop;			/* limit, cancel or no memory */
+	int nomem;
+	uint32_t *rank;			/* rank of each buffer, 1-based */
+	uint32_t *ranks;		/* norder rankings */
+	size_t norder;
+};
+
+/* ------------------------------------------------------------ helpers */
+
+static inline uint64_t mix64(uint64_t z)
+{
+	z += 0x9e3779b97f4a7c15ULL;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static inline uint64_t fh(uint32_t s, uint64_t v)
+{
+	return mix64(((uint64_t)s << 40) ^ (v * 0x2545f4914f6cdd1dULL) ^
+		     0x5851f42d4c957f2dULL);
+}
+
+static double elapsed(const struct ex *e)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - e->t0.tv_sec) +
+	       (double)(t.tv_nsec - e->t0.tv_nsec) * 1e-9;
+}
+
+static void report(struct ex *e, double now)
+{
+	struct md_exact_progress pr;
+	double dt = now - e->last_report;
+
+	pr.best_peak = e->best_peak;
+	pr.lower_bound = e->proven_lb;
+	pr.capacity = e->cap;
+	pr.nodes = e->nodes;
+	pr.nodes_per_sec = dt > 0 ? (double)(e->nodes - e->report_nodes) / dt
+				  : 0;
+	pr.seconds = now;
+	e->last_report = now;
+	e->report_nodes = e->nodes;
+	e->progress(&pr, e->progress_arg);
+}
+
+/* Time limit, cancel flag and progress. Return: 1 when the search stops. */
+static int check_limits(struct ex *e)
+{
+	double now;
+
+	if (e->cancel && *e->cancel)
+		e->stop = 1;
+	if (e->stop)
+		return 1;
+	if (e->deadline <= 0 && !e->progress)
+		return 0;
+	now = elapsed(e);
+	if (e->deadline > 0 && now >= e->deadline) {
+		e->stop = 1;
+		return 1;
+	}
+	if (e->progress && now - e->last_report >= 0.25)
+		report(e, now);
+	return 0;
+}
+
+static int grow(void **a, size_t *cap, size_t need, size_t elem)
+{
+	size_t c = *cap ? *cap : 1024;
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		c *= 2;
+	p = realloc(*a, c * elem);
+	if (!p)
+		return -ENOMEM;
+	*a = p;
+	*cap = c;
+	return 0;
+}
+
+/* Lowest offset >= v for buffer x: aligned, clear of fixed buffers. */
+static uint64_t lowfeas(const struct ex *e, uint32_t x, uint64_t v)
+{
+	uint64_t a = e->al[x], sz = e->sz[x];
+	uint32_t k, k0 = e->obs[x], k1 = e->obs[x + 1];
+
+	v = md_round_up(v, a);
+	if (k0 == k1)
+		return v;
+again:
+	if (v > e->cap)
+		return v;
+	for (k = k0; k < k1; k++) {
+		uint64_t st = e->ob[2 * k], en = e->ob[2 * k + 1];
+
+		if (st < v + sz && v < en) {
+			v = md_round_up(en, a);
+			goto again;
+		}
+	}
+	return v;
+}
+
+/* ------------------------------------------------------------ max tree */
+
+static void st_add(struct ex *e, size_t x, size_t l, size_t r, size_t a,
+		   size_t b, int64_t v)
+{
+	size_t mid;
+	int64_t p, q;
+
+	if (b <= l || r <= a)
+		return;
+	if (a <= l && r <= b) {
+		e->ad[x] += v;
+		e->mx[x] += v;
+		return;
+	}
+	mid = (l + r) / 2;
+	st_add(e, 2 * x, l, mid, a, b, v);
+	st_add(e, 2 * x + 1, mid, r, a, b, v);
+	p = e->mx[2 * x];
+	q = e->mx[2 * x + 1];
+	e->mx[x] = e->ad[x] + (p > q ? p : q);
+}
+
+static int64_t st_max(const struct ex *e, size_t x, size_t l, size_t r,
+		      size_t a, size_t b)
+{
+	size_t mid;
+	int64_t p, q;
+
+	if (a <= l && r <= b)
+		return e->mx[x];
+	mid = (l + r) / 2;
+	p = a < mid ? st_max(e, 2 * x, l, mid, a, b) : INT64_MIN;
+	q = b > mid ? st_max(e, 2 * x + 1, mid, r, a, b) : INT64_MIN;
+	return e->ad[x] + (p > q ? p : q);
+}
+
+/* ------------------------------------------------------------ memo */
+
+static int memo_has(const struct ex *e, uint64_t key)
+{
+	uint64_t i = key & e->memo_mask & ~3ULL;
+
+	key |= 1;
+	return e->memo[i] == key || e->memo[i + 1] == key ||
+	       e->memo[i + 2] == key || e->memo[i + 3] == key;
+}
+
+static void memo_put(struct ex *e, uint64_t key)
+{
+	uint64_t i = key & e->memo_mask & ~3ULL;
+	int k;
+
+	key |= 1;
+	for (k = 0; k < 4; k++) {
+		if (!e->memo[i + k]) {
+			e->memo[i + k] = key;
+			return;
+		}
+	}
+	e->memo[i + ((key >> 60) & 3)] = key;
+}
+
+/* ------------------------------------------------------------ moves */
+
+/*
+ * Put x at offset o. Return: 0 when a section bound fails (the move is
+ * still made: undo it), 1 otherwise; *zero is set when a boundary inside
+ * x's lifetime is no longer crossed by any unplaced buffer.
+ */
+static int place(struct ex *e, uint32_t x, uint64_t o, int *zero)
+{
+	uint64_t sz = e->sz[x], t = o + sz, cap = e->cap;
+	uint32_t lo = e->lo[x], hi = e->hi[x], s, k;
+	struct rec *r = &e->rec[e->nrec++];
+	int ok = 1;
+
+	r->x = x;
+	r->fpos = (uint32_t)e->nf;
+	r->spos = (uint32_t)e->nss;
+	for (s = lo; s < hi; s++) {
+		e->fs[e->nf++] = e->f[s];
+		e->H ^= fh(s, e->f[s]);
+		if (o + e->R[s] > cap)
+			ok = 0;
+		e->R[s] -= sz;
+		e->f[s] = t;
+		if (e->R[s])
+			e->H ^= fh(s, t);
+	}
+	st_add(e, 1, 0, e->tsize, lo, hi, -(int64_t)sz);
+	*zero = 0;
+	for (s = lo; s + 1 < hi; s++)
+		if (!--e->cnt[s])
+			*zero = 1;
+	for (k = e->nbs[x]; k < e->nbs[x + 1]; k++) {
+		uint32_t y = e->nb[k];
+
+		if (!e->placed[y] && e->S[y] < t) {
+			e->ss[e->nss].x = y;
+			e->ss[e->nss].s = e->S[y];
+			e->nss++;
+			e->S[y] = t;
+		}
+	}
+	e->placed[x] = 1;
+	e->off[x] = o;
+	e->H ^= e->zb[x];
+	return ok;
+}
+
+static void unplace(struct ex *e)
+{
+	struct rec *r = &e->rec[--e->nrec];
+	uint32_t x = r->x, lo = e->lo[x], hi = e->hi[x], s;
+	uint64_t sz = e->sz[x];
+
+	e->H ^= e->zb[x];
+	e->placed[x] = 0;
+	while (e->nss > r->spos) {
+		e->nss--;
+		e->S[e->ss[e->nss].x] = e->ss[e->nss].s;
+	}
+	for (s = lo; s + 1 < hi; s++)
+		e->cnt[s]++;
+	st_add(e, 1, 0, e->tsize, lo, hi, (int64_t)sz);
+	for (s = lo; s < hi; s++) {
+		if (e->R[s])
+			e->H ^= fh(s, e->f[s]);
+		e->R[s] += sz;
+		e->f[s] = e->fs[r->fpos + (s - lo)];
+		e->H ^= fh(s, e->f[s]);
+	}
+	e->nf = r->fpos;
+}
+
+static void undo_to(struct ex *e, size_t nrec)
+{
+	while (e->nrec > nrec)
+		unplace(e);
+}
+
+/* ------------------------------------------------------------ search */
+
+static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr);
+
+/*
+ * In each section s, every unplaced buffer crossing s starts at or above
+ * its own c(x), so the bytes R(s) go above max(floor(s), min c(x)).
+ */
+static int section_bound(struct ex *e, const struct grp *g,
+			 const struct cand *cv, uint32_t nu)
+{
+	uint64_t *P = e->P, cap = e->cap;
+	uint32_t i, s;
+
+	for (s = g->sa; s < g->sb; s++)
+		P[s] = UINT64_MAX;
+	for (i = 0; i < nu; i++) {
+		uint32_t x = cv[i].x;
+		uint64_t c = cv[i].b;
+
+		for (s = e->lo[x]; s < e->hi[x]; s++)
+			if (c < P[s])
+				P[s] = c;
+	}
+	for (s = g->sa; s < g->sb; s++) {
+		uint64_t v = P[s] > e->f[s] ? P[s] : e->f[s];
+
+		if (e->R[s] && v + e->R[s] > cap)
+			return 0;
+	}
+	return 1;
+}
+
+static int cand_less(const struct cand *a, const struct cand *b)
+{
+	return a->c < b->c || (a->c == b->c && a->r < b->r);
+}
+
+static void sort_cands(struct cand *v, size_t n)
+{
+	size_t i, j;
+
+	for (i = 1; i < n; i++) {
+		struct cand t = v[i];
+
+		for (j = i; j > 0 && cand_less(&t, &v[j - 1]); j--)
+			v[j] = v[j - 1];
+		v[j] = t;
+	}
+}
+
+static int comp_cmp(const void *a, const void *b)
+{
+	const struct grp *x = a, *y = b;
+
+	if (x->nu != y->nu)
+		return x->nu < y->nu ? -1 : 1;
+	return x->sa < y->sa ? -1 : x->sa > y->sa;
+}
+
+/*
+ * The unplaced buffers ua[ub .. ub + nu) split at the boundaries zs[0..nz)
+ * (ascending; no unplaced buffer crosses them). Solve each part alone.
+ * Return: as search(); *parts is the number of non-empty parts (when < 2
+ * nothing was done and the caller searches the group as a whole).
+ */
+static int solve_parts(struct ex *e, uint32_t ub, uint32_t nu, size_t nz,
+		       uint64_t L, uint32_t lr, int *parts)
+{
+	uint32_t i, k, nb, *tmpc = NULL;
+	struct grp *cp;
+	size_t nrec0 = e->nrec, utop0 = e->utop;
+	int ret = 1, np = 0;
+
+	*parts = 0;
+	cp = calloc(nz + 1, sizeof(*cp));
+	tmpc = malloc((nu + 1) * sizeof(*tmpc));
+	if (!cp || !tmpc) {
+		e->nomem = 1;
+		e->stop = 1;
+		ret = -1;
+		goto out;
+	}
+	for (k = 0; k <= nz; k++) {
+		cp[k].sa = UINT32_MAX;
+		cp[k].sb = 0;
+	}
+	for (i = 0; i < nu; i++) {
+		uint32_t x = e->ua[ub + i], a = 0, b = (uint32_t)nz;
+
+		/* parts left of x: boundaries z with z + 1 <= lo(x) */
+		while (a < b) {
+			uint32_t mid = (a + b) / 2;
+
+			if (e->zs[mid] + 1 <= e->lo[x])
+				a = mid + 1;
+			else
+				b = mid;
+		}
+		tmpc[i] = a;
+		cp[a].nu++;
+		if (e->lo[x] < cp[a].sa)
+			cp[a].sa = e->lo[x];
+		if (e->hi[x] > cp[a].sb)
+			cp[a].sb = e->hi[x];
+	}
+	for (k = 0; k <= nz; k++)
+		np += cp[k].nu > 0;
+	*parts = np;
+	if (np < 2)
+		goto out;
+	if (grow((void **)&e->ua, &e->ucap, e->utop + nu, sizeof(*e->ua))) {
+		e->nomem = 1;
+		e->stop = 1;
+		ret = -1;
+		goto out;
+	}
+	nb = (uint32_t)e->utop;
+	for (k = 0; k <= nz; k++) {
+		cp[k].ub = nb;
+		nb += cp[k].nu;
+		cp[k].nu = 0;
+	}
+	for (i = 0; i < nu; i++) {
+		struct grp *c = &cp[tmpc[i]];
+
+		e->ua[c->ub + c->nu++] = e->ua[ub + i];
+	}
+	e->utop = nb;
+	qsort(cp, nz + 1, sizeof(*cp), comp_cmp);
+	for (k = 0; k <= nz && ret == 1; k++) {
+		struct grp *c = &cp[k];
+		uint64_t h = 0;
+		uint32_t s;
+
+		if (!c->nu)
+			continue;
+		for (i = 0; i < c->nu; i++)
+			h ^= e->zb[e->ua[c->ub + i]];
+		for (s = c->sa; s < c->sb; s++)
+			if (e->R[s])
+				h ^= fh(s, e->f[s]);
+		c->X = e->H ^ h;
+		ret = search(e, c, L, lr);
+	}
+	if (ret != 1)
+		undo_to(e, nrec0);
+	e->utop = utop0;
+out:
+	free(cp);
+	free(tmpc);
+	return ret;
+}
+
+/*
+ * Complete group g from the current state (last offset L, its rank lr).
+ * Return: 1 solved (the placements stay), 0 infeasible (state restored),
+ * -1 stopped (state restored).
+ */
+static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr)
+{
+	uint64_t minc = UINT64_MAX, m = UINT64_MAX, key, cap = e->cap;
+	uint64_t e1 = UINT64_MAX;
+	uint32_t nu = g->nu, i, ne = 0;
+	size_t cbase = e->ctop;
+	struct cand *cv;
+	int ret;
+
+	if (!nu)
+		return 1;
+	if (!(++e->nodes & CHECK_EVERY) && check_limits(e))
+		return -1;
+	if (e->stop)
+		return -1;
+	if (e->nodes >= e->budget_end) {
+		e->bstop = 1;
+		return -1;
+	}
+	if (grow((void **)&e->ca, &e->ccap, cbase + nu, sizeof(*e->ca))) {
+		e->nomem = 1;
+		e->stop = 1;
+		return -1;
+	}
+	cv = e->ca + cbase;
+	for (i = 0; i < nu; i++) {
+		uint32_t x = e->ua[g->ub + i];
+		uint64_t c = lowfeas(e, x, e->S[x]), b = c, end;
+
+		/*
+		 * Not placeable now: below the last offset (or at it, of a
+		 * lower rank). Something must first go under it, above L.
+		 */
+		if (c < L || (c == L && e->rank[x] < lr))
+			b = L;
+		if (b > cap - e->sz[x])
+			return 0;
+		if (c < minc)
+			minc = c;
+		cv[i].c = c;
+		cv[i].b = b;
+		cv[i].x = x;
+		cv[i].pos = i;
+		cv[i].r = e->rank[x];
+		if (b < m)
+			m = b;
+		end = c + e->sz[x];
+		if (end < e1)
+			e1 = end;
+	}
+	if ((int64_t)m + st_max(e, 1, 0, e->tsize, g->sa, g->sb) > (int64_t)cap)
+		return 0;
+	if (!section_bound(e, g, cv, nu))
+		return 0;
+	key = e->H ^ g->X ^ e->capkey;
+	if (minc <= L)
+		key ^= mix64(L ^ ((uint64_t)lr << 40) ^ 0x632be59bd9b4e019ULL);
+	if (memo_has(e, key))
+		return 0;
+	/* eligible: at or above L, and below the lowest end of all */
+	for (i = 0; i < nu; i++)
+		if (cv[i].b == cv[i].c && cv[i].c < e1 &&
+		    (cv[i].c > L || cv[i].r > lr))
+			cv[ne++] = cv[i];
+	sort_cands(cv, ne);
+	for (i = 0; i < ne; i++) {
+		struct cand cd = e->ca[cbase + i];
+		uint32_t *u = e->ua + g->ub, last = g->nu - 1, t;
+		int zero, ok;
+
+		e->ctop = cbase + ne;
+		ok = place(e, cd.x, cd.c, &zero);
+		t = u[cd.pos];
+		u[cd.pos] = u[last];
+		u[last] = t;
+		g->nu--;
+		ret = 0;
+		if (ok) {
+			int parts = 0;
+
+			if (zero && g->nu) {
+				uint32_t s, nz = 0;
+
+				for (s = e->lo[cd.x]; s + 1 < e->hi[cd.x]; s++)
+					if (!e->cnt[s])
+						e->zs[nz++] = s;
+				ret = solve_parts(e, g->ub, g->nu, nz, cd.c,
+						  cd.r, &parts);
+			}
+			if (parts < 2)
+				ret = search(e, g, cd.c, cd.r);
+		}
+		if (ret == 1)
+			return 1;
+		u = e->ua + g->ub;
+		g->nu++;
+		t = u[cd.pos];
+		u[cd.pos] = u[last];
+		u[last] = t;
+		unplace(e);
+		if (ret < 0) {
+			e->ctop = cbase;
+			return ret;
+		}
+	}
+	e->ctop = cbase;
+	memo_put(e, key);
+	return 0;
+}
+
+/* ------------------------------------------------------------ setup */
+
+static void ex_free(struct ex *e)
+{
+	free(e->orig);
+	free(e->lo);
+	free(e->hi);
+	free(e->sz);
+	free(e->al);
+	free(e->nbs);
+	free(e->nb);
+	free(e->obs);
+	free(e->ob);
+	free(e->zb);
+	free(e->live);
+	free(e->S);
+	free(e->f);
+	free(e->R);
+	free(e->off);
+	free(e->cnt);
+	free(e->placed);
+	free(e->rec);
+	free(e->fs);
+	free(e->ss);
+	free(e->mx);
+	free(e->ad);
+	free(e->zs);
+	free(e->P);
+	free(e->ca);
+	free(e->ua);
+	free(e->memo);
+	free(e->ranks);
+}
+
+/* Neighbour pairs above this make the exact search pointless. */
+#define MAX_PAIRS	(64u << 20)
+
+static int build_neighbours(struct ex *e)
+{
+	size_t n = e->n, i, j, pairs = 0, k;
+	uint32_t *deg;
+
+	/* Two buffers overlap in time iff their section spans intersect. */
+	deg = calloc(n + 1, sizeof(*deg));
+	e->nbs = calloc(n + 1, sizeof(*e->nbs));
+	if (!deg || !e->nbs) {
+		free(deg);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++)
+			if (e->lo[i] < e->hi[j] && e->lo[j] < e->hi[i]) {
+				deg[i]++;
+				deg[j]++;
+				if (++pairs > MAX_PAIRS) {
+					free(deg);
+					return -E2BIG;
+				}
+			}
+	for (i = 0; i < n; i++)
+		e->nbs[i + 1] = e->nbs[i] + deg[i];
+	e->nb = malloc((2 * pairs + 1) * sizeof(*e->nb));
+	if (!e->nb) {
+		free(deg);
+		return -ENOMEM;
+	}
+	memset(deg, 0, n * sizeof(*deg));
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++)
+			if (e->lo[i] < e->hi[j] && e->lo[j] < e->hi[i]) {
+				k = e->nbs[i] + deg[i]++;
+				e->nb[k] = (uint32_t)j;
+				k = e->nbs[j] + deg[j]++;
+				e->nb[k] = (uint32_t)i;
+			}
+	free(deg);
+	return 0;
+}
+
+/*
+ * Static rankings, tried in turn with growing node budgets. Letters are
+ * keys, most significant first, all descending: T the most bytes alive in
+ * any section of the buffer's lifetime, W its lifetime, A its area
+ * (lifetime x size), Z its size; then input order.
+ */
+static const char *const orders[] = { "TWA", "WAT", "TAW" };
+#define NORDER (sizeof(orders) / sizeof(orders[0]))
+
+static int build_ranks(struct ex *e, const struct md_problem *p)
+{
+	size_t n = e->n, i, k, no = NORDER;
+	struct md_kv *kv;
+	const char *ev = getenv("MDX_ORDERS");
+	char ob[NORDER][8];
+
+	for (k = 0; k < NORDER; k++)
+		strcpy(ob[k], orders[k]);
+	if (ev) {
+		no = 0;
+		while (*ev && no < NORDER) {
+			size_t l = strcspn(ev, ",");
+
+			if (l > 7)
+				l = 7;
+			memcpy(ob[no], ev, l);
+			ob[no++][l] = 0;
+			ev += l;
+			if (*ev == ',')
+				ev++;
+		}
+	}
+	e->norder = no;
+	e->ranks = malloc((no * n + 1) * sizeof(*e->ranks));
+	kv = malloc((n + 1) * sizeof(*kv));
+	if (!e->ranks || !kv) {
+		free(kv);
+		return -ENOMEM;
+	}
+	for (k = 0; k < no; k++) {
+		const char *o = ob[k];
+		int c;
+
+		for (i = 0; i < n; i++)
+			kv[i] = (struct md_kv){ 0, (uint32_t)i };
+		for (c = (int)strlen(o) - 1; c >= 0; c--) {
+			for (i = 0; i < n; i++) {
+				uint32_t x = kv[i].idx, s;
+				const struct md_buffer *b = &p->bufs[e->orig[x]];
+				uint64_t v = 0, w = b->upper - b->lower;
+
+				switch (o[c]) {
+				case 'T':
+					for (s = e->lo[x]; s < e->hi[x]; s++)
+						if (e->live[s] > v)
+							v = e->live[s];
+					break;
+				case 'W':
+					v = w;
+					break;
+				case 'A':
+					v = w > UINT64_MAX / (b->size | 1) ?
+					    UINT64_MAX : w * b->size;
+					break;
+				default:
+					v = b->size;
+					break;
+				}
+				kv[i].key = ~v;
+			}
+			if (md_sort_kv(kv, n)) {
+				free(kv);
+				return -ENOMEM;
+			}
+		}
+		for (i = 0; i < n; i++)
+			e->ranks[k * n + kv[i].idx] = (uint32_t)(i + 1);
+	}
+	free(kv);
+	return 0;
+}
+
+/* Set up the search over the free buffers of p with size > 0. */
+static int ex_init(struct ex *e, const struct md_problem *p,
+		   unsigned int memo_mib)
+{
+	struct md_kv *kv = NULL;
+	size_t n = 0, i, k, nfix = 0, nt = 0, nob = 0, msz;
+	uint64_t seed = 0x243f6a8885a308d3ULL, tot = 0;
+	int ret = -ENOMEM;
+
+	memset(e, 0, sizeof(*e));
+	for (i = 0; i < p->n; i++) {
+		if (p->bufs[i].flags & MD_BUF_FIXED)
+			nfix++;
+		else if (p->bufs[i].size)
+			n++;
+	}
+	e->n = n;
+	e->orig = malloc((n + 1) * sizeof(*e->orig));
+	kv = malloc((2 * p->n + 1) * sizeof(*kv));
+	if (!e->orig || !kv)
+		goto out;
+	for (i = 0, k = 0; i < p->n; i++)
+		if (!(p->bufs[i].flags & MD_BUF_FIXED) && p->bufs[i].size)
+			e->orig[k++] = (uint32_t)i;
+
+	/* sections: the distinct ends of free buffers */
+	e->lo = malloc((n + 1) * sizeof(*e->lo));
+	e->hi = malloc((n + 1) * sizeof(*e->hi));
+	e->sz = malloc((n + 1) * sizeof(*e->sz));
+	e->al = malloc((n + 1) * sizeof(*e->al));
+	e->zb = malloc((n + 1) * sizeof(*e->zb));
+	if (!e->lo || !e->hi || !e->sz || !e->al || !e->zb)
+		goto out;
+	for (i = 0; i < n; i++) {
+		const struct md_buffer *b = &p->bufs[e->orig[i]];
+
+		kv[2 * i] = (struct md_kv){ b->lower, (uint32_t)(2 * i) };
+		kv[2 * i + 1] = (struct md_kv){ b->upper, (uint32_t)(2 * i + 1) };
+		e->sz[i] = b->size;
+		e->al[i] = b->align ? b->align : 1;
+		e->zb[i] = mix64(seed += 0x9e3779b97f4a7c15ULL);
+		tot += b->size;
+		if (tot < b->size || tot > (uint64_t)INT64_MAX / 4) {
+			ret = -E2BIG;
+			goto out;
+		}
+	}
+	if (md_sort_kv(kv, 2 * n))
+		goto out;
+	for (i = 0; i < 2 * n; i++) {
+		uint32_t x = kv[i].idx;
+
+		if (i && kv[i].key != kv[i - 1].key)
+			nt++;
+		if (x & 1)
+			e->hi[x / 2] = (uint32_t)nt;
+		else
+			e->lo[x / 2] = (uint32_t)nt;
+	}
+	e->m = nt ? nt : 1;
+
+	/* fixed buffers: obstacles of the free buffers alive with them */
+	e->obs = calloc(n + 2, sizeof(*e->obs));
+	if (!e->obs)
+		goto out;
+	if (nfix) {
+		for (i = 0; i < n; i++) {
+			const struct md_buffer *b = &p->bufs[e->orig[i]];
+
+			for (k = 0; k < p->n; k++) {
+				const struct md_buffer *c = &p->bufs[k];
+
+				if ((c->flags & MD_BUF_FIXED) && c->size &&
+				    c->lower < b->upper && b->lower < c->upper)
+					nob++;
+			}
+			e->obs[i + 1] = (uint32_t)nob;
+		}
+		e->ob = malloc((2 * nob + 1) * sizeof(*e->ob));
+		if (!e->ob)
+			goto out;
+		nob = 0;
+		for (i = 0; i < n; i++) {
+			const struct md_buffer *b = &p->bufs[e->orig[i]];
+
+			for (k = 0; k < p->n; k++) {
+				const struct md_buffer *c = &p->bufs[k];
+
+				if ((c->flags & MD_BUF_FIXED) && c->size &&
+				    c->lower < b->upper && b->lower < c->upper) {
+					e->ob[2 * nob] = c->offset;
+					e->ob[2 * nob + 1] = c->offset + c->size;
+					nob++;
+				}
+			}
+		}
+	}
+
+	ret = build_neighbours(e);
+	if (ret)
+		goto out;
+	ret = -ENOMEM;
+
+	msz = e->m + 1;
+	e->live = calloc(msz, sizeof(*e->live));
+	e->S = calloc(n + 1, sizeof(*e->S));
+	e->f = calloc(msz, sizeof(*e->f));
+	e->R = calloc(msz, sizeof(*e->R));
+	e->off = calloc(n + 1, sizeof(*e->off));
+	e->cnt = calloc(msz, sizeof(*e->cnt));
+	e->placed = calloc(n + 1, 1);
+	e->rec = calloc(n + 1, sizeof(*e->rec));
+	e->zs = calloc(msz, sizeof(*e->zs));
+	e->P = calloc(msz, sizeof(*e->P));
+	if (!e->live || !e->S || !e->f || !e->R || !e->off || !e->cnt ||
+	    !e->placed || !e->rec || !e->zs || !e->P)
+		goto out;
+	for (i = 0, k = 0; i < n; i++)
+		k += e->hi[i] - e->lo[i];
+	e->fs = malloc((k + 1) * sizeof(*e->fs));
+	e->nsss = e->nbs[n] + 1;
+	e->ss = malloc(e->nsss * sizeof(*e->ss));
+	if (!e->fs || !e->ss)
+		goto out;
+	for (i = 0; i < n; i++) {
+		uint32_t s;
+
+		for (s = e->lo[i]; s < e->hi[i]; s++)
+			e->live[s] += e->sz[i];
+	}
+	e->tsize = 1;
+	while (e->tsize < e->m)
+		e->tsize <<= 1;
+	e->mx = calloc(2 * e->tsize, sizeof(*e->mx));
+	e->ad = calloc(2 * e->tsize, sizeof(*e->ad));
+	if (!e->mx || !e->ad)
+		goto out;
+
+	ret = build_ranks(e, p);
+	if (ret)
+		goto out;
+	ret = -ENOMEM;
+	if (!memo_mib)
+		memo_mib = 16;
+	msz = ((size_t)memo_mib << 20) / sizeof(uint64_t);
+	k = 4;
+	while (k * 2 <= msz)
+		k *= 2;
+	e->memo = calloc(k, sizeof(*e->memo));
+	if (!e->memo)
+		goto out;
+	e->memo_mask = k - 1;
+	ret = 0;
+out:
+	free(kv);
+	if (ret)
+		ex_free(e);
+	return ret;
+}
+
+/* Reset the state to nothing placed, for capacity cap. */
+static void ex_reset(struct ex *e, uint64_t cap)
+{
+	size_t i, s;
+
+	e->cap = cap;
+	e->capkey = mix64(cap ^ 0x9c6e6877736c46e3ULL ^
+			  ((uint64_t)(e->rank - e->ranks) << 44));
+	memset(e->S, 0, e->n * sizeof(*e->S));
+	memset(e->f, 0, e->m * sizeof(*e->f));
+	memset(e->placed, 0, e->n);
+	memset(e->cnt, 0, e->m * sizeof(*e->cnt));
+	memset(e->mx, 0, 2 * e->tsize * sizeof(*e->mx));
+	memset(e->ad, 0, 2 * e->tsize * sizeof(*e->ad));
+	e->nrec = e->nf = e->nss = 0;
+	e->ctop = e->utop = 0;
+	e->H = 0;
+	for (s = 0; s < e->m; s++) {
+		e->R[s] = e->live[s];
+		if (e->R[s]) {
+			e->H ^= fh((uint32_t)s, 0);
+			st_add(e, 1, 0, e->tsize, s, s + 1, (int64_t)e->R[s]);
+		}
+	}
+	for (i = 0; i < e->n; i++) {
+		uint32_t b;
+
+		e->H ^= e->zb[i];
+		for (b = e->lo[i]; b + 1 < e->hi[i]; b++)
+			e->cnt[b]++;
+	}
+}
+
+/*
+ * Search for a placement within cap. Return: 1 found (e->off), 0 proven
+ * infeasible, -1 stopped (limit, cancel or out of memory).
+ */
+static int ex_run(struct ex *e, uint64_t cap)
+{
+	struct grp g;
+	uint32_t s, nz = 0;
+	size_t i;
+	int parts = 0, ret;
+
+	ex_reset(e, cap);
+	if (!e->n)
+		return 1;
+	if (grow((void **)&e->ua, &e->ucap, e->n, sizeof(*e->ua))) {
+		e->nomem = 1;
+		return -1;
+	}
+	for (i = 0; i < e->n; i++) {
+		if (e->sz[i] > cap)
+			return 0;
+		e->ua[i] = (uint32_t)i;
+	}
+	e->utop = e->n;
+	g.ub = 0;
+	g.nu = (uint32_t)e->n;
+	g.sa = 0;
+	g.sb = (uint32_t)e->m;
+	g.X = 0;
+	for (s = 0; s + 1 < e->m; s++)
+		if (!e->cnt[s])
+			e->zs[nz++] = s;
+	ret = 0;
+	if (nz)
+		ret = solve_parts(e, 0, g.nu, nz, 0, 0, &parts);
+	if (parts < 2)
+		ret = search(e, &g, 0, 0);
+	return ret;
+}
+
+/*
+ * Search for a placement within cap: each ranking in turn with a node
+ * budget that doubles every round (failed states stay in the memo, so a
+ * restart skips what was refuted before). When lb < cap, every run is
+ * paired with one at capacity lb: a tighter capacity prunes much harder,
+ * and a plan within lb is a plan within cap (dropped once lb is refuted).
+ * Return: 1 found (e->off), 0 proven infeasible, -1 stopped (limit,
+ * cancel or out of memory).
+ */
+static int ex_solve(struct ex *e, uint64_t cap, uint64_t lb)
+{
+	uint64_t budget = 4 * (uint64_t)e->n + 64;
+	size_t k;
+	int ret, try_lb = lb < cap;
+
+	for (;;) {
+		for (k = 0; k < e->norder; k++) {
+			int pass;
+
+			e->rank = e->ranks + k * e->n;
+			for (pass = !try_lb; pass < 2; pass++) {
+				e->bstop = 0;
+				e->budget_end = e->nodes + budget;
+				ret = ex_run(e, pass ? cap : lb);
+				if (e->nomem || e->stop)
+					return -1;
+				if (ret == 1)
+					return 1;
+				if (!ret && pass)
+					return 0;
+				if (!ret)
+					try_lb = 0;
+			}
+		}
+		budget *= 2;
+	}
+}
+
+/* ------------------------------------------------------------ API */
+
+static int check_problem(const struct md_problem *p)
+{
+	size_t i;
+
+	if (!p || (p->n && !p->bufs) || p->n >= UINT32_MAX / 4)
+		return -EINVAL;
+	for (i = 0; i < p->n; i++) {
+		const struct md_buffer *b = &p->bufs[i];
+
+		if (b->upper <= b->lower || !b->align)
+			return -EINVAL;
+		if ((b->flags & MD_BUF_FIXED) &&
+		    (b->offset % b->align || b->offset + b->size < b->offset))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* A lower bound on the peak of every plan. */
+static uint64_t lower_bound(const struct md_problem *p)
+{
+	uint64_t lb = md_problem_lower_bound(p, NULL);
+	size_t i;
+
+	for (i = 0; i < p->n; i++) {
+		const struct md_buffer *b = &p->bufs[i];
+		uint64_t top = b->size;
+
+		if (!b->size)
+			continue;
+		if (b->flags & MD_BUF_FIXED)
+			top = b->offset + b->size;
+		if (top > lb)
+			lb = top;
+	}
+	return lb;
+}
+
+/* The search's offsets in problem order (fixed ones kept, empty ones 0). */
+static void export(const struct ex *e, const struct md_problem *p,
+		   uint64_t *out)
+{
+	size_t i;
+
+	for (i = 0; i < p->n; i++)
+		out[i] = (p->bufs[i].flags & MD_BUF_FIXED) ? p->bufs[i].offset
+							   : 0;
+	for (i = 0; i < e->n; i++)
+		out[e->orig[i]] = e->off[i];
+}
+
+MD_API const char *md_exact_status_name(int status)
+{
+	switch (status) {
+	case MD_EXACT_FEASIBLE:
+		return "feasible";
+	case MD_EXACT_INFEASIBLE:
+		return "infeasible";
+	case MD_EXACT_OPTIMAL:
+		return "optimal";
+	case MD_EXACT_LIMIT:
+		return "limit";
+	}
+	return "?";
+}
+
+MD_API void md_exact_result_free(struct md_exact_result *res)
+{
+	free(res->offsets);
+	memset(res, 0, sizeof(*res));
+}
+
+MD_API int md_exact_solve(const struct md_problem *p,
+			  const struct md_exact_opts *opts,
+			  struct md_exact_result *res)
+{
+	struct md_exact_opts def = { 0 };
+	struct md_plan heur;
+	struct ex e;
+	uint64_t *best = NULL, lb, ub;
+	int ret, r, have_search = 0, first = 1;
+
+	memset(res, 0, sizeof(*res));
+	if (!opts) {
+		def.minimize = 1;
+		def.time_limit = 10;
+		opts = &def;
+	}
+	ret = check_problem(p);
+	if (ret)
+		return ret;
+	ret = md_plan_solve(p, NULL, &heur);
+	if (ret)
+		return ret;
+	best = heur.offsets;
+	heur.offsets = NULL;
+	ub = heur.peak;
+	lb = lower_bound(p);
+	res->n = p->n;
+	res->capacity = opts->capacity;
+	res->heuristic = 1;
+
+	memset(&e, 0, sizeof(e));
+	clock_gettime(CLOCK_MONOTONIC, &e.t0);
+
+	if (!opts->minimize && ub <= opts->capacity) {
+		res->status = MD_EXACT_FEASIBLE;
+		res->proven = 1;
+		goto done;
+	}
+	if (!opts->minimize && opts->capacity < lb) {
+		res->status = MD_EXACT_INFEASIBLE;
+		res->proven = 1;
+		goto done;
+	}
+	if (opts->minimize && ub <= lb) {
+		res->status = MD_EXACT_OPTIMAL;
+		res->proven = 1;
+		lb = ub;
+		goto done;
+	}
+
+	ret = ex_init(&e, p, opts->memo_mib);
+	if (ret == -E2BIG) {
+		/* too big to search: the heuristic is the answer */
+		res->status = MD_EXACT_LIMIT;
+		ret = 0;
+		goto done;
+	}
+	if (ret)
+		goto out;
+	have_search = 1;
+	clock_gettime(CLOCK_MONOTONIC, &e.t0);
+	e.deadline = opts->time_limit;
+	e.cancel = opts->cancel;
+	e.progress = opts->progress;
+	e.progress_arg = opts->progress_arg;
+	e.best_peak = ub;
+	e.proven_lb = lb;
+
+	if (!opts->minimize) {
+		r = ex_solve(&e, opts->capacity, lb);
+		if (e.nomem) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		if (r == 1) {
+			export(&e, p, best);
+			res->heuristic = 0;
+			res->status = MD_EXACT_FEASIBLE;
+			res->proven = 1;
+		} else if (r == 0) {
+			res->status = MD_EXACT_INFEASIBLE;
+			res->proven = 1;
+			lb = opts->capacity + 1;
+		} else {
+			res->status = MD_EXACT_LIMIT;
+		}
+		goto done;
+	}
+
+	/*
+	 * Minimize: first the lower bound itself (often feasible), then
+	 * bisect between the proven bound and the best peak found.
+	 */
+	while (lb < ub) {
+		uint64_t cap = first ? lb : lb + (ub - lb) / 2;
+
+		e.best_peak = ub;
+		e.proven_lb = lb;
+		r = ex_solve(&e, cap, cap);
+		if (e.nomem) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		if (r < 0)
+			break;
+		if (r == 1) {
+			export(&e, p, best);
+			res->heuristic = 0;
+			ub = md_plan_peak(p, best);
+		} else {
+			lb = cap + 1;
+		}
+		first = 0;
+	}
+	if (lb >= ub) {
+		lb = ub;
+		res->status = MD_EXACT_OPTIMAL;
+		res->proven = 1;
+	} else {
+		res->status = MD_EXACT_LIMIT;
+	}
+done:
+	ret = md_plan_validate(p, best, NULL);
+	if (ret) {
+		ret = ret == -ENOMEM ? ret : -EFAULT;
+		goto out;
+	}
+	res->offsets = best;
+	best = NULL;
+	res->peak = md_plan_peak(p, res->offsets);
+	res->lower_bound = lb;
+	res->nodes = e.nodes;
+	res->seconds = elapsed(&e);
+	if (e.progress) {
+		e.best_peak = res->peak;
+		e.proven_lb = lb;
+		report(&e, res->seconds);
+	}
+	ret = 0;
+out:
+	if (have_search)
+		ex_free(&e);
+	free(best);
+	if (ret)
+		memset(res, 0, sizeof(*res));
+	return ret;
+}
