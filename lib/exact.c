@@ -1156,6 +1156,7 @@ MD_API int md_exact_solve(const struct md_problem *p,
 {
 	struct md_exact_opts def = { 0 };
 	struct md_plan heur;
+	struct timespec t0;
 	struct ex e;
 	uint64_t *best = NULL, lb, ub;
 	int ret, r, have_search = 0, first = 1;
@@ -1169,6 +1170,7 @@ MD_API int md_exact_solve(const struct md_problem *p,
 	ret = check_problem(p);
 	if (ret)
 		return ret;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ret = md_plan_solve(p, NULL, &heur);
 	if (ret)
 		return ret;
@@ -1181,7 +1183,7 @@ MD_API int md_exact_solve(const struct md_problem *p,
 	res->heuristic = 1;
 
 	memset(&e, 0, sizeof(e));
-	clock_gettime(CLOCK_MONOTONIC, &e.t0);
+	e.t0 = t0;
 
 	if (!opts->minimize && ub <= opts->capacity) {
 		res->status = MD_EXACT_FEASIBLE;
@@ -1210,7 +1212,7 @@ MD_API int md_exact_solve(const struct md_problem *p,
 	if (ret)
 		goto out;
 	have_search = 1;
-	clock_gettime(CLOCK_MONOTONIC, &e.t0);
+	e.t0 = t0;	/* the clock runs from the call, heuristics included */
 	e.deadline = opts->time_limit;
 	e.cancel = opts->cancel;
 	e.progress = opts->progress;
