@@ -37,26 +37,28 @@ DEFINE_SHOW_ATTRIBUTE(info);
 
 static int pool_show(struct seq_file *m, void *unused)
 {
-	struct md_device *mdev = m->private;
+	struct md_pool *pool = md_pool_current(m->private);
 
-	if (!mdev->pool) {
+	if (!pool) {
 		seq_puts(m, "backend\tnone\n");
 		return 0;
 	}
-	md_pool_show(mdev->pool, m);
+	md_pool_show(pool, m);
+	md_pool_put(pool);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(pool);
 
 static int buddy_show(struct seq_file *m, void *unused)
 {
-	struct md_device *mdev = m->private;
+	struct md_pool *pool = md_pool_current(m->private);
 
-	if (!mdev->pool)
+	if (!pool)
 		return 0;
-	mutex_lock(&mdev->pool->lock);
-	md_buddy_show(&mdev->pool->buddy, m);
-	mutex_unlock(&mdev->pool->lock);
+	mutex_lock(&pool->lock);
+	md_buddy_show(&pool->buddy, m);
+	mutex_unlock(&pool->lock);
+	md_pool_put(pool);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(buddy);

@@ -34,7 +34,7 @@ MD_EXPORT_FOR_TESTS(md_info_check);
 
 void md_info_fill(struct md_domain *dom, struct metadef_info *info)
 {
-	struct md_pool *pool = dom->dev->pool;
+	struct md_pool *pool = md_pool_current(dom->dev);
 
 	memset(info, 0, sizeof(*info));
 	info->abi_version = METADEF_ABI_VERSION;
@@ -44,6 +44,7 @@ void md_info_fill(struct md_domain *dom, struct metadef_info *info)
 		info->pool_size = pool->buddy.size;
 		md_pool_usage(pool, &info->pool_free, &info->pool_largest);
 		strscpy(info->backend, pool->backend, sizeof(info->backend));
+		md_pool_put(pool);
 	} else {
 		strscpy(info->backend, "none", sizeof(info->backend));
 	}

@@ -22,6 +22,7 @@
 #include "pool.h"
 
 static struct md_device md_dev = {
+	.pool_lock = __MUTEX_INITIALIZER(md_dev.pool_lock),
 	.domains = XARRAY_INIT(md_dev.domains, XA_FLAGS_ALLOC1),
 	.mmap_ids = XARRAY_INIT(md_dev.mmap_ids, XA_FLAGS_ALLOC1),
 	.pool_size = SZ_64M,
@@ -29,7 +30,11 @@ static struct md_device md_dev = {
 
 static char *backend = "sysram";
 module_param(backend, charp, 0444);
-MODULE_PARM_DESC(backend, "Where the pool comes from: sysram (host RAM, default)");
+MODULE_PARM_DESC(backend, "Where the pool comes from: sysram (host RAM, default) or pcibar (a PCI device's BAR)");
+
+static int pcibar_bar = 2;
+module_param(pcibar_bar, int, 0444);
+MODULE_PARM_DESC(pcibar_bar, "With backend=pcibar: the BAR that is the pool (default 2, ivshmem's)");
 
 static int pool_size_set(const char *val, const struct kernel_param *kp)
 {
@@ -153,16 +158,11 @@ static void md_inode_exit(void)
 	simple_release_fs(&md_mnt, &md_mnt_count);
 }
 
-static int md_pool_setup(void)
+static int md_sysram_setup(void)
 {
 	struct platform_device *pdev;
 	struct md_pool *pool;
 	int ret;
-
-	if (strcmp(backend, "sysram")) {
-		pr_err("unknown backend '%s' (known: sysram)\n", backend);
-		return -EINVAL;
-	}
 
 	pdev = platform_device_register_simple(METADEF_DEVICE_NAME,
 					       PLATFORM_DEVID_NONE, NULL, 0);
@@ -180,17 +180,42 @@ static int md_pool_setup(void)
 		goto err;
 	}
 	md_dev.pdev = pdev;
-	md_dev.pool = pool;
+	WARN_ON(md_pool_attach(&md_dev, pool));
 	return 0;
 err:
 	platform_device_unregister(pdev);
 	return ret;
 }
 
+static bool use_pcibar(void)
+{
+	return !strcmp(backend, "pcibar");
+}
+
+static int md_pool_setup(void)
+{
+	if (use_pcibar())
+		return md_pcibar_register(&md_dev, pcibar_bar);
+	if (!strcmp(backend, "sysram"))
+		return md_sysram_setup();
+	pr_err("unknown backend '%s' (known: sysram, pcibar)\n", backend);
+	return -EINVAL;
+}
+
 static void md_pool_teardown(void)
 {
-	md_pool_put(md_dev.pool);
-	md_dev.pool = NULL;
+	struct md_pool *pool;
+
+	if (use_pcibar()) {
+		md_pcibar_unregister();
+		return;
+	}
+	pool = md_pool_current(&md_dev);
+	if (pool) {
+		md_pool_detach(&md_dev, pool);
+		md_pool_put(pool);	/* ours, from md_pool_current() */
+		md_pool_put(pool);	/* the one md_sysram_create() gave */
+	}
 	platform_device_unregister(md_dev.pdev);
 	md_dev.pdev = NULL;
 }
@@ -221,8 +246,12 @@ static int __init md_init(void)
 		goto err_debugfs;
 	}
 
-	pr_info("abi %u, %s pool of %llu bytes\n", METADEF_ABI_VERSION,
-		md_dev.pool->backend, md_dev.pool->buddy.size);
+	if (md_dev.pool)
+		pr_info("abi %u, %s pool of %llu bytes\n", METADEF_ABI_VERSION,
+			md_dev.pool->backend, md_dev.pool->buddy.size);
+	else
+		pr_info("abi %u, no pool yet (backend %s)\n",
+			METADEF_ABI_VERSION, backend);
 	return 0;
 
 err_debugfs:
@@ -242,6 +271,7 @@ static void __exit md_exit(void)
 	WARN_ON(!xa_empty(&md_dev.domains));
 	WARN_ON(!xa_empty(&md_dev.mmap_ids));
 	md_pool_teardown();
+	WARN_ON(md_dev.pool);
 	md_inode_exit();
 	xa_destroy(&md_dev.domains);
 	md_buddy_cache_exit();

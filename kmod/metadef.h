@@ -41,8 +41,9 @@ struct vfsmount;
 /**
  * struct md_device - the one metadef device of this module
  * @misc: /dev/metadef
- * @pdev: the device the pool is DMA-mapped for
- * @pool: the memory handed out
+ * @pdev: the device a sysram pool is DMA-mapped for
+ * @pool_lock: guards @pool, which a PCI device may take away
+ * @pool: the memory handed out (NULL until a pcibar device probes)
  * @domains: open domains by id (xa_alloc_cyclic: ids are not reused soon)
  * @next_domain: cursor for xa_alloc_cyclic
  * @mmap_ids: every live region by its mmap id
@@ -54,6 +55,7 @@ struct vfsmount;
 struct md_device {
 	struct miscdevice misc;
 	struct platform_device *pdev;
+	struct mutex pool_lock;
 	struct md_pool *pool;
 	struct xarray domains;
 	u32 next_domain;

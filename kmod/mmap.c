@@ -33,13 +33,22 @@ static vm_fault_t md_vm_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
 	struct md_region *r = vma->vm_private_data;
+	struct md_pool *pool = r->pool;
 	u64 base = md_region_mmap_offset(r) >> PAGE_SHIFT;
 	u64 off = (u64)(vmf->pgoff - base) << PAGE_SHIFT;
+	vm_fault_t ret;
 
 	if (vmf->pgoff < base || off >= r->alloc.size)
 		return VM_FAULT_SIGBUS;
-	return vmf_insert_pfn(vma, vmf->address,
-			      r->pool->ops->pfn(r->pool, r->alloc.offset + off));
+	/* Against md_pool_kill(): a dead pool's memory is never mapped. */
+	down_read(&pool->gone_sem);
+	if (pool->gone)
+		ret = VM_FAULT_SIGBUS;
+	else
+		ret = vmf_insert_pfn(vma, vmf->address,
+				     pool->ops->pfn(pool, r->alloc.offset + off));
+	up_read(&pool->gone_sem);
+	return ret;
 }
 
 static const struct vm_operations_struct md_vm_ops = {
@@ -62,6 +71,10 @@ int md_mmap(struct file *file, struct vm_area_struct *vma)
 	r = md_region_lookup_mmap(dom, vma->vm_pgoff);
 	if (!r)
 		return -EINVAL;
+	if (READ_ONCE(r->pool->gone)) {
+		md_region_put(r);
+		return -ENODEV;
+	}
 	first = vma->vm_pgoff - (md_region_mmap_offset(r) >> PAGE_SHIFT);
 	if (first >= r->alloc.size >> PAGE_SHIFT ||
 	    pages > (r->alloc.size >> PAGE_SHIFT) - first) {

@@ -4,9 +4,12 @@
  * reference count that keeps the memory until the last region is gone, and
  * the debugfs view.
  */
+#include <linux/fs.h>
+#include <linux/mm.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 
+#include "metadef.h"
 #include "pool.h"
 
 int md_pool_init(struct md_pool *pool, const struct md_pool_ops *ops,
@@ -20,6 +23,8 @@ int md_pool_init(struct md_pool *pool, const struct md_pool_ops *ops,
 	pool->max_block = max_block;
 	kref_init(&pool->ref);
 	mutex_init(&pool->lock);
+	init_rwsem(&pool->gone_sem);
+	pool->gone = false;
 	ret = md_buddy_init_capped(&pool->buddy, size, PAGE_SIZE, max_block);
 	if (ret)
 		return ret;
@@ -60,7 +65,8 @@ int md_pool_alloc(struct md_pool *pool, struct md_buddy_alloc *a, u64 size,
 /* Scrub, then give back: free pool memory never holds a tenant's data. */
 void md_pool_free(struct md_pool *pool, struct md_buddy_alloc *a)
 {
-	pool->ops->scrub(pool, a->offset, a->size);
+	if (!READ_ONCE(pool->gone))
+		pool->ops->scrub(pool, a->offset, a->size);
 	mutex_lock(&pool->lock);
 	WARN_ON(md_buddy_free(&pool->buddy, a));
 	mutex_unlock(&pool->lock);
@@ -86,4 +92,55 @@ void md_pool_show(struct md_pool *pool, struct seq_file *m)
 	seq_printf(m, "max_block\t%llu\n", pool->max_block ?: pool->buddy.size);
 	if (pool->ops->show)
 		pool->ops->show(pool, m);
+}
+
+/*
+ * md_pool_kill() - the memory behind @pool is going away (device removal):
+ * refuse new faults, then zap every user mapping of the device, so that a
+ * later touch gets SIGBUS instead of reaching memory that is not there.
+ * Regions and their handles live on until their owners drop them.
+ */
+void md_pool_kill(struct md_pool *pool)
+{
+	down_write(&pool->gone_sem);
+	WRITE_ONCE(pool->gone, true);
+	up_write(&pool->gone_sem);
+}
+
+int md_pool_attach(struct md_device *mdev, struct md_pool *pool)
+{
+	int ret = 0;
+
+	mutex_lock(&mdev->pool_lock);
+	if (mdev->pool)
+		ret = -EBUSY;
+	else
+		mdev->pool = pool;
+	mutex_unlock(&mdev->pool_lock);
+	return ret;
+}
+
+/* Detach @pool and kill it; the caller still holds its own reference. */
+void md_pool_detach(struct md_device *mdev, struct md_pool *pool)
+{
+	mutex_lock(&mdev->pool_lock);
+	if (mdev->pool == pool)
+		mdev->pool = NULL;
+	mutex_unlock(&mdev->pool_lock);
+	md_pool_kill(pool);
+	if (mdev->inode)
+		unmap_mapping_range(mdev->inode->i_mapping, 0, 0, 1);
+}
+
+/* The device's pool with a reference (md_pool_put it), or NULL. */
+struct md_pool *md_pool_current(struct md_device *mdev)
+{
+	struct md_pool *pool;
+
+	mutex_lock(&mdev->pool_lock);
+	pool = mdev->pool;
+	if (pool)
+		md_pool_get(pool);
+	mutex_unlock(&mdev->pool_lock);
+	return pool;
 }

@@ -11,6 +11,7 @@
 #include <linux/kref.h>
 #include <linux/mm_types.h>
 #include <linux/mutex.h>
+#include <linux/rwsem.h>
 #include <linux/types.h>
 
 #include "buddy.h"
@@ -46,6 +47,9 @@ struct md_pool_ops {
  * @ref: one for whoever created the pool, one per region carved from it
  * @lock: serialises @buddy
  * @buddy: the allocator over [0, @size)
+ * @gone: the memory's device went away: no new CPU mappings, no scrubbing
+ * @gone_sem: faults hold it for reading while they insert a page, so that
+ *            once md_pool_kill() returns no fault can map the dead memory
  */
 struct md_pool {
 	const struct md_pool_ops *ops;
@@ -55,7 +59,11 @@ struct md_pool {
 	struct kref ref;
 	struct mutex lock;
 	struct md_buddy buddy;
+	bool gone;
+	struct rw_semaphore gone_sem;
 };
+
+struct md_device;
 
 int md_pool_init(struct md_pool *pool, const struct md_pool_ops *ops,
 		 const char *backend, u64 size, u64 max_block);
@@ -71,8 +79,18 @@ int md_pool_alloc(struct md_pool *pool, struct md_buddy_alloc *a, u64 size,
 void md_pool_free(struct md_pool *pool, struct md_buddy_alloc *a);
 void md_pool_usage(struct md_pool *pool, u64 *avail, u64 *largest);
 void md_pool_show(struct md_pool *pool, struct seq_file *m);
+void md_pool_kill(struct md_pool *pool);
+
+/* The device's current pool: attach, detach, and a counted lookup. */
+int md_pool_attach(struct md_device *mdev, struct md_pool *pool);
+void md_pool_detach(struct md_device *mdev, struct md_pool *pool);
+struct md_pool *md_pool_current(struct md_device *mdev);
 
 /* pool_sysram.c */
 struct md_pool *md_sysram_create(struct device *dma_dev, u64 size);
+
+/* pool_pcibar.c */
+int md_pcibar_register(struct md_device *mdev, int bar);
+void md_pcibar_unregister(void);
 
 #endif /* _METADEF_POOL_H */

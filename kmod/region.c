@@ -50,19 +50,23 @@ static int alloc_errno(int ret)
 int md_region_create(struct md_domain *dom, struct metadef_alloc *arg)
 {
 	struct md_device *mdev = dom->dev;
-	struct md_pool *pool = mdev->pool;
 	unsigned int bflags = 0;
 	struct md_region *r;
+	struct md_pool *pool;
 	int ret;
 
-	if (!pool)
-		return -ENODEV;
 	if (arg->flags & METADEF_ALLOC_TOPDOWN)
 		bflags |= MD_BUDDY_TOPDOWN;
 
+	/* The reference taken here becomes the region's. */
+	pool = md_pool_current(mdev);
+	if (!pool)
+		return -ENODEV;
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
-	if (!r)
+	if (!r) {
+		md_pool_put(pool);
 		return -ENOMEM;
+	}
 	kref_init(&r->ref);
 	r->mdev = mdev;
 	r->pool = pool;
@@ -73,9 +77,9 @@ int md_region_create(struct md_domain *dom, struct metadef_alloc *arg)
 	ret = md_pool_alloc(pool, &r->alloc, arg->size, arg->align, bflags);
 	if (ret) {
 		kfree(r);
+		md_pool_put(pool);
 		return alloc_errno(ret);
 	}
-	md_pool_get(pool);
 
 	ret = xa_alloc(&mdev->mmap_ids, &r->mmap_id, r,
 		       XA_LIMIT(1, MD_MMAP_MAX_ID), GFP_KERNEL);

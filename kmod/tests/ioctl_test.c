@@ -71,6 +71,7 @@ static void info_fill(struct kunit *test)
 	struct md_domain dom = { .dev = &mdev, .id = 42 };
 	struct metadef_info info;
 
+	mutex_init(&mdev.pool_lock);
 	memset(&info, 0xa5, sizeof(info));
 	md_info_fill(&dom, &info);
 	KUNIT_EXPECT_EQ(test, info.abi_version, METADEF_ABI_VERSION);
