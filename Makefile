@@ -59,7 +59,7 @@ HOST_BINS	:= $(HOST_SRCS:selftests/lib/%.c=$(B)/selftests/lib/%)
 KSFT_HDR	:= $(B)/ksft/kselftest_harness.h
 
 .PHONY: all module lib tools selftests selftests-kmod selftests-host check check-host check-vm \
-	check-debug demo bench bench-buddy bench-plan install modules_install clean deps help
+	check-debug demo bench bench-buddy bench-plan bench-exact install modules_install clean deps help
 
 all: module lib tools selftests
 
@@ -159,7 +159,7 @@ $(B)/demo/region: tools/demo/region.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
 
-bench: bench-buddy bench-plan
+bench: bench-buddy bench-plan bench-exact
 
 # The offset planner on ../shared/bench (MiniMalloc problems) and 10^5
 # random buffers, against greedy largest-first first-fit.
@@ -167,6 +167,15 @@ bench-plan: $(B)/bench/plan_bench
 	$(B)/bench/plan_bench $(CURDIR)/../shared/bench/minimalloc-challenging
 
 $(B)/bench/plan_bench: tools/bench/plan_bench.c $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
+
+# The exact planner on the MiniMalloc problems at their known capacities
+# (against MiniMalloc's published times) and on random problems.
+bench-exact: $(B)/bench/exact_bench
+	timeout 900 $(B)/bench/exact_bench $(CURDIR)/../shared/bench/minimalloc-challenging 60
+
+$(B)/bench/exact_bench: tools/bench/exact_bench.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
 
