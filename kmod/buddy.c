@@ -2,17 +2,19 @@
 /*
  * Buddy allocator over [0, size): see buddy.h for the design.
  *
- * Vocabulary: S(k) = chunk << k is the size of an order-k block; a block's
- * buddy is the other half of its parent, at offset ^ S(k). "Carving" a range
- * [p, p + len) out of a free block splits the block along the range's
- * edges: the halves outside the range go back to the free trees (their
- * buddies are inside the range, so they cannot coalesce), the halves inside
- * become the allocation's pieces.
+ * Vocabulary: inside this file positions and lengths are in chunks unless
+ * they are named in bytes. S(k) = 1 << k chunks is the size of an order-k
+ * block; block i of order k starts at chunk i << k, and its buddy (the
+ * other half of its parent) is block i ^ 1. "Carving" a range out of a
+ * free block removes the block and gives back what lies outside the range
+ * as the aligned power-of-two blocks it consists of: each of those has its
+ * buddy at least partly inside the range, so none of them can merge.
  */
 #include <linux/bitops.h>
 #include <linux/kernel.h>
 #include <linux/log2.h>
 #include <linux/math64.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -20,31 +22,20 @@
 #include "buddy.h"
 #include "metadef.h"
 
+#define BPL		BITS_PER_LONG
+#define NO_BLOCK	U64_MAX
+
 /*
- * One block: free (in mm->free[order], by offset) or a piece of an
- * allocation (on its pieces list), never both.
+ * Block descriptors used to come from a slab cache; the bitmaps need none.
+ * Kept so that module init and exit need not know.
  */
-struct md_buddy_block {
-	union {
-		struct rb_node rb;
-		struct list_head link;
-	};
-	u64 offset;
-	unsigned int order;
-};
-
-static struct kmem_cache *md_buddy_slab;
-
 int md_buddy_cache_init(void)
 {
-	md_buddy_slab = KMEM_CACHE(md_buddy_block, 0);
-	return md_buddy_slab ? 0 : -ENOMEM;
+	return 0;
 }
 
 void md_buddy_cache_exit(void)
 {
-	kmem_cache_destroy(md_buddy_slab);
-	md_buddy_slab = NULL;
 }
 
 static inline u64 bsize(const struct md_buddy *mm, unsigned int order)
@@ -52,341 +43,270 @@ static inline u64 bsize(const struct md_buddy *mm, unsigned int order)
 	return md_buddy_block_size(mm, order);
 }
 
-/* ---------------------------------------------------------- free trees */
-
-static struct md_buddy_block *free_lookup(const struct md_buddy *mm,
-					  unsigned int order, u64 offset)
+static inline u64 words_of(u64 nbits)
 {
-	struct rb_node *n = mm->free[order].rb_root.rb_node;
-
-	while (n) {
-		struct md_buddy_block *b = rb_entry(n, struct md_buddy_block, rb);
-
-		if (offset < b->offset)
-			n = n->rb_left;
-		else if (offset > b->offset)
-			n = n->rb_right;
-		else
-			return b;
-	}
-	return NULL;
+	return nbits / BPL + !!(nbits % BPL);
 }
 
-static void free_insert(struct md_buddy *mm, struct md_buddy_block *blk)
+/* ------------------------------------------------- bitmaps per order */
+
+static __always_inline bool bits_test(const struct md_buddy_bits *b, u64 i)
 {
-	struct rb_root_cached *root = &mm->free[blk->order];
-	struct rb_node **link = &root->rb_root.rb_node, *parent = NULL;
-	bool leftmost = true;
-
-	while (*link) {
-		struct md_buddy_block *b;
-
-		parent = *link;
-		b = rb_entry(parent, struct md_buddy_block, rb);
-		if (blk->offset < b->offset) {
-			link = &parent->rb_left;
-		} else {
-			link = &parent->rb_right;
-			leftmost = false;
-		}
-	}
-	rb_link_node(&blk->rb, parent, link);
-	rb_insert_color_cached(&blk->rb, root, leftmost);
-
-	mm->nr_free[blk->order]++;
-	mm->nonempty |= BIT_ULL(blk->order);
-	mm->avail += bsize(mm, blk->order);
+	return b->lvl[0][i / BPL] & BIT(i % BPL);
 }
 
-static void free_remove(struct md_buddy *mm, struct md_buddy_block *blk)
+/* Set bit @i of level 0, and above it the summary bits that were clear. */
+static __always_inline void bits_set(struct md_buddy_bits *b, u64 i)
 {
-	rb_erase_cached(&blk->rb, &mm->free[blk->order]);
-	if (!--mm->nr_free[blk->order])
-		mm->nonempty &= ~BIT_ULL(blk->order);
-	mm->avail -= bsize(mm, blk->order);
-}
+	unsigned int l;
 
-/* Order of the root containing @offset: the most a block there can merge. */
-static unsigned int root_order_of(const struct md_buddy *mm, u64 offset)
-{
-	unsigned int lo = 0, hi = mm->nr_roots - 1;
+	for (l = 0; l < b->nlevels; l++) {
+		unsigned long *w = &b->lvl[l][i / BPL];
+		unsigned long old = *w;
 
-	/* The last root starting at or below @offset. */
-	while (lo < hi) {
-		unsigned int mid = (lo + hi + 1) / 2;
-
-		if (mm->root_offset[mid] <= offset)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	return mm->root_order[lo];
-}
-
-/* Give @blk back, merging it with its buddy for as long as that is free. */
-static void free_coalesce(struct md_buddy *mm, struct md_buddy_block *blk)
-{
-	unsigned int limit = root_order_of(mm, blk->offset);
-
-	while (blk->order < limit) {
-		u64 buddy_off = blk->offset ^ bsize(mm, blk->order);
-		struct md_buddy_block *buddy;
-
-		buddy = free_lookup(mm, blk->order, buddy_off);
-		if (!buddy)
+		*w = old | BIT(i % BPL);
+		if (old)
 			break;
-		free_remove(mm, buddy);
-		kmem_cache_free(md_buddy_slab, buddy);
-		blk->offset = min(blk->offset, buddy_off);
-		blk->order++;
+		i /= BPL;
 	}
-	free_insert(mm, blk);
 }
 
-/* ------------------------------------------------------------- carving */
+/* Clear bit @i of level 0, and above it the summaries of emptied words. */
+static __always_inline void bits_clear(struct md_buddy_bits *b, u64 i)
+{
+	unsigned int l;
+
+	for (l = 0; l < b->nlevels; l++) {
+		unsigned long *w = &b->lvl[l][i / BPL];
+
+		*w &= ~BIT(i % BPL);
+		if (*w)
+			break;
+		i /= BPL;
+	}
+}
+
+/* From set bit @i of level @l down to the lowest (highest) set bit under it. */
+static __always_inline u64 bits_descend(const struct md_buddy_bits *b,
+					unsigned int l, u64 i, bool high)
+{
+	while (l--) {
+		unsigned long w = b->lvl[l][i];
+
+		i = i * BPL + (high ? __fls(w) : __ffs(w));
+	}
+	return i;
+}
+
+static __always_inline u64 bits_first(const struct md_buddy_bits *b)
+{
+	unsigned int top = b->nlevels - 1;
+	unsigned long w = b->lvl[top][0];
+
+	return w ? bits_descend(b, top, __ffs(w), false) : NO_BLOCK;
+}
+
+static __always_inline u64 bits_last(const struct md_buddy_bits *b)
+{
+	unsigned int top = b->nlevels - 1;
+	unsigned long w = b->lvl[top][0];
+
+	return w ? bits_descend(b, top, __fls(w), true) : NO_BLOCK;
+}
+
+/* The lowest set bit at or above @i, or NO_BLOCK. */
+static u64 bits_next(const struct md_buddy_bits *b, u64 i)
+{
+	unsigned int l;
+
+	for (l = 0; l < b->nlevels && i < b->nbits[l]; l++) {
+		unsigned long w = b->lvl[l][i / BPL] & (~0UL << (i % BPL));
+
+		if (w)
+			return bits_descend(b, l, round_down(i, BPL) + __ffs(w),
+					    false);
+		i = i / BPL + 1;
+	}
+	return NO_BLOCK;
+}
+
+/* The highest set bit at or below @i, or NO_BLOCK. */
+static u64 bits_prev(const struct md_buddy_bits *b, u64 i)
+{
+	unsigned int l;
+
+	for (l = 0; l < b->nlevels; l++) {
+		unsigned long w;
+
+		i = min(i, b->nbits[l] - 1);
+		w = b->lvl[l][i / BPL] & (~0UL >> (BPL - 1 - i % BPL));
+		if (w)
+			return bits_descend(b, l, round_down(i, BPL) + __fls(w),
+					    true);
+		if (i < BPL)
+			break;
+		i = i / BPL - 1;
+	}
+	return NO_BLOCK;
+}
+
+/* ------------------------------------------------------ free blocks */
+
+static __always_inline void free_insert(struct md_buddy *mm, unsigned int k,
+					u64 i)
+{
+	bits_set(&mm->bits[k], i);
+	mm->nr_free[k]++;
+	mm->nonempty |= BIT_ULL(k);
+	mm->avail += bsize(mm, k);
+}
+
+static __always_inline void free_remove(struct md_buddy *mm, unsigned int k,
+					u64 i)
+{
+	bits_clear(&mm->bits[k], i);
+	if (!--mm->nr_free[k])
+		mm->nonempty &= ~BIT_ULL(k);
+	mm->avail -= bsize(mm, k);
+}
+
+static __always_inline bool is_free(const struct md_buddy *mm, unsigned int k,
+				    u64 i)
+{
+	return i < mm->bits[k].nbits[0] && bits_test(&mm->bits[k], i);
+}
 
 /*
- * A carver splits blocks. In a dry run it only counts the splits (each
- * needs one new block), so that a real run can take all its memory first.
+ * Order of the root holding chunk @x: the most a block there can merge.
+ * Roots are the capped ones, then one per set bit of @tail, largest first;
+ * within the tail, @x lies in the root of the highest bit in which its
+ * position differs from @tail.
  */
-struct carver {
-	struct md_buddy *mm;
-	struct list_head *stash;	/* preallocated blocks; NULL: dry run */
-	struct list_head *pieces;	/* the allocation's pieces */
-	unsigned int splits;
-};
-
-/* Split (@blk, @o, @k) in two; @blk becomes the lower half, returns the upper. */
-static struct md_buddy_block *cv_split(struct carver *cv,
-				       struct md_buddy_block *blk,
-				       u64 o, unsigned int k)
+static __always_inline unsigned int root_order(const struct md_buddy *mm,
+					       u64 x)
 {
-	struct md_buddy_block *hi;
-
-	cv->splits++;
-	if (!cv->stash)
-		return NULL;
-	hi = list_first_entry(cv->stash, struct md_buddy_block, link);
-	list_del(&hi->link);
-	hi->order = k - 1;
-	hi->offset = o + bsize(cv->mm, k - 1);
-	blk->order = k - 1;
-	return hi;
+	if (x < mm->full_end)
+		return mm->cap_order;
+	return fls64((x - mm->full_end) ^ mm->tail) - 1;
 }
 
-static void cv_piece(struct carver *cv, struct md_buddy_block *blk)
+/* Order of the largest aligned block starting at chunk @x, ending by @end. */
+static __always_inline unsigned int piece_order(u64 x, u64 end)
 {
-	if (cv->stash)
-		list_add_tail(&blk->link, cv->pieces);
+	unsigned int k = fls64(end - x) - 1;
+
+	if (x)
+		k = min_t(unsigned int, k, __ffs64(x));
+	return k;
 }
 
-static void cv_free(struct carver *cv, struct md_buddy_block *blk)
+/* Give back [x, end) of a block being carved: no merging possible. */
+static __always_inline void free_span(struct md_buddy *mm, u64 x, u64 end)
 {
-	if (cv->stash)
-		free_insert(cv->mm, blk);
-}
+	while (x < end) {
+		unsigned int k = piece_order(x, end);
 
-/* Carve [p, o + S(k)) out of (@blk, @o, @k): a suffix of the block. */
-static void carve_suffix(struct carver *cv, struct md_buddy_block *blk,
-			 u64 o, unsigned int k, u64 p)
-{
-	while (p != o) {
-		u64 mid = o + bsize(cv->mm, k - 1);
-		struct md_buddy_block *hi = cv_split(cv, blk, o, k);
-
-		k--;
-		if (p >= mid) {
-			cv_free(cv, blk);
-			blk = hi;
-			o = mid;
-		} else {
-			cv_piece(cv, hi);
-		}
-	}
-	cv_piece(cv, blk);
-}
-
-/* Carve [o, o + len) out of (@blk, @o, @k): a prefix of the block. */
-static void carve_prefix(struct carver *cv, struct md_buddy_block *blk,
-			 u64 o, unsigned int k, u64 len)
-{
-	while (len != bsize(cv->mm, k)) {
-		u64 half = bsize(cv->mm, k - 1);
-		struct md_buddy_block *hi = cv_split(cv, blk, o, k);
-
-		k--;
-		if (len <= half) {
-			cv_free(cv, hi);
-		} else {
-			cv_piece(cv, blk);
-			blk = hi;
-			o += half;
-			len -= half;
-		}
-	}
-	cv_piece(cv, blk);
-}
-
-/* Carve [p, p + len) out of the free block (@blk, @o, @k) that contains it. */
-static void carve(struct carver *cv, struct md_buddy_block *blk,
-		  u64 o, unsigned int k, u64 p, u64 len)
-{
-	for (;;) {
-		u64 mid;
-		struct md_buddy_block *hi;
-
-		if (p == o && len == bsize(cv->mm, k)) {
-			cv_piece(cv, blk);
-			return;
-		}
-		mid = o + bsize(cv->mm, k - 1);
-		hi = cv_split(cv, blk, o, k);
-		k--;
-		if (p + len <= mid) {
-			cv_free(cv, hi);
-		} else if (p >= mid) {
-			cv_free(cv, blk);
-			blk = hi;
-			o = mid;
-		} else {
-			carve_suffix(cv, blk, o, k, p);
-			carve_prefix(cv, hi, mid, k, p + len - mid);
-			return;
-		}
+		free_insert(mm, k, x >> k);
+		x += BIT_ULL(k);
 	}
 }
 
-static void stash_release(struct list_head *stash)
+/* Take [from, to) out of free block @i of order @k, which holds it. */
+static __always_inline void carve(struct md_buddy *mm, unsigned int k, u64 i,
+				  u64 from, u64 to)
 {
-	struct md_buddy_block *b, *tmp;
+	u64 o = i << k;
 
-	list_for_each_entry_safe(b, tmp, stash, link)
-		kmem_cache_free(md_buddy_slab, b);
-	INIT_LIST_HEAD(stash);
+	free_remove(mm, k, i);
+	free_span(mm, o, from);
+	free_span(mm, to, o + BIT_ULL(k));
 }
 
-static int stash_fill(struct list_head *stash, unsigned int n, gfp_t gfp)
+/* Give back block @x of order @k, merging it while its buddy is free. */
+static __always_inline void free_merge(struct md_buddy *mm, u64 x,
+				       unsigned int k, unsigned int limit)
 {
-	while (n--) {
-		struct md_buddy_block *b = kmem_cache_alloc(md_buddy_slab, gfp);
+	while (k < limit) {
+		u64 buddy = (x >> k) ^ 1;
 
-		if (!b) {
-			stash_release(stash);
-			return -ENOMEM;
-		}
-		list_add(&b->link, stash);
+		if (!bits_test(&mm->bits[k], buddy))
+			break;
+		free_remove(mm, k, buddy);
+		x &= ~BIT_ULL(k);
+		k++;
 	}
-	return 0;
+	free_insert(mm, k, x >> k);
 }
 
 /* ------------------------------------------------------- finding space */
 
-/* The free block containing @x, or NULL when @x is allocated. */
-static struct md_buddy_block *free_container(const struct md_buddy *mm, u64 x)
+/* The free block holding chunk @x: its index, order in *@kp; or NO_BLOCK. */
+static u64 free_container(const struct md_buddy *mm, u64 x, unsigned int *kp)
 {
-	unsigned int k;
+	u64 ne = mm->nonempty;
 
-	for (k = 0; k <= mm->max_order; k++) {
-		struct md_buddy_block *b;
+	while (ne) {
+		unsigned int k = __ffs64(ne);
 
-		if (!(mm->nonempty & BIT_ULL(k)))
-			continue;
-		b = free_lookup(mm, k, round_down(x, bsize(mm, k)));
-		if (b)
-			return b;
-	}
-	return NULL;
-}
-
-/* First block of order @k whose end lies beyond @start. */
-static struct rb_node *first_ending_after(const struct md_buddy *mm,
-					  unsigned int k, u64 start)
-{
-	struct rb_node *n = mm->free[k].rb_root.rb_node, *best = NULL;
-	u64 s = bsize(mm, k);
-
-	while (n) {
-		struct md_buddy_block *b = rb_entry(n, struct md_buddy_block, rb);
-
-		if (b->offset + s > start) {
-			best = n;
-			n = n->rb_left;
-		} else {
-			n = n->rb_right;
+		if (is_free(mm, k, x >> k)) {
+			*kp = k;
+			return x >> k;
 		}
+		ne &= ne - 1;
 	}
-	return best;
-}
-
-/* Last block of order @k starting before @end. */
-static struct rb_node *last_starting_before(const struct md_buddy *mm,
-					    unsigned int k, u64 end)
-{
-	struct rb_node *n = mm->free[k].rb_root.rb_node, *best = NULL;
-
-	while (n) {
-		struct md_buddy_block *b = rb_entry(n, struct md_buddy_block, rb);
-
-		if (b->offset < end) {
-			best = n;
-			n = n->rb_right;
-		} else {
-			n = n->rb_left;
-		}
-	}
-	return best;
+	return NO_BLOCK;
 }
 
 /*
  * Find a free block of order >= @k holding an @align-aligned [p, p + len)
- * inside [start, end): the lowest such p, or the highest with
- * MD_BUDDY_TOPDOWN. Every block of order >= @k is aligned and large
- * enough, so only the blocks at the edges of the range can fail to fit:
- * each order costs O(log n).
+ * inside [start, end): the lowest such p, or the highest with @topdown.
+ * Every block of order >= @k is aligned and large enough, so only the
+ * blocks at the edges of the range can fail to fit: each order costs
+ * O(log n). Returns the block's index, its order in *@jp.
  */
-static struct md_buddy_block *find_in_range(const struct md_buddy *mm,
-					    unsigned int k, u64 len, u64 align,
-					    u64 start, u64 end, bool topdown,
-					    u64 *pp)
+static u64 find_in_range(const struct md_buddy *mm, unsigned int k, u64 len,
+			 u64 align, u64 start, u64 end, bool topdown,
+			 u64 *pp, unsigned int *jp)
 {
-	struct md_buddy_block *best = NULL;
+	u64 best = NO_BLOCK;
 	unsigned int j;
 
 	for (j = k; j <= mm->max_order; j++) {
-		u64 s = bsize(mm, j);
-		struct rb_node *n;
+		const struct md_buddy_bits *b = &mm->bits[j];
+		u64 s = BIT_ULL(j), i;
 
 		if (!(mm->nonempty & BIT_ULL(j)))
 			continue;
 		if (!topdown) {
-			for (n = first_ending_after(mm, j, start); n; n = rb_next(n)) {
-				struct md_buddy_block *b =
-					rb_entry(n, struct md_buddy_block, rb);
-				u64 p = round_up(max(b->offset, start), align);
+			for (i = bits_next(b, start >> j); i != NO_BLOCK;
+			     i = bits_next(b, i + 1)) {
+				u64 o = i << j;
+				u64 p = round_up(max(o, start), align);
 
-				if (b->offset >= end || (best && p >= *pp))
+				if (o >= end || (best != NO_BLOCK && p >= *pp))
 					break;
-				if (p + len <= min(b->offset + s, end)) {
+				if (p + len <= min(o + s, end)) {
 					*pp = p;
-					best = b;
+					*jp = j;
+					best = i;
 					break;
 				}
 			}
 		} else {
-			for (n = last_starting_before(mm, j, end); n; n = rb_prev(n)) {
-				struct md_buddy_block *b =
-					rb_entry(n, struct md_buddy_block, rb);
-				u64 top = min(b->offset + s, end);
-				u64 p;
+			for (i = bits_prev(b, (end - 1) >> j); i != NO_BLOCK;
+			     i = i ? bits_prev(b, i - 1) : NO_BLOCK) {
+				u64 o = i << j;
+				u64 top = min(o + s, end), p;
 
 				if (top <= start || top - start < len)
 					break;
 				p = round_down(top - len, align);
-				if (best && p <= *pp)
+				if (best != NO_BLOCK && p <= *pp)
 					break;
-				if (p >= max(b->offset, start)) {
+				if (p >= max(o, start)) {
 					*pp = p;
-					best = b;
+					*jp = j;
+					best = i;
 					break;
 				}
 			}
@@ -395,79 +315,44 @@ static struct md_buddy_block *find_in_range(const struct md_buddy *mm,
 	return best;
 }
 
-/* Anywhere: the lowest block of the smallest order, or the highest block. */
-static struct md_buddy_block *find_any(const struct md_buddy *mm,
-				       unsigned int k, u64 len, u64 align,
-				       bool topdown, u64 *pp)
+/* The highest free block of order >= @k; its order in *@jp. */
+static u64 find_top(const struct md_buddy *mm, unsigned int k,
+		    unsigned int *jp)
 {
-	struct md_buddy_block *best = NULL;
-	unsigned int j;
+	u64 ne = mm->nonempty >> k << k, best = NO_BLOCK, best_off = 0;
 
-	if (!topdown) {
-		u64 avail = mm->nonempty >> k;
+	while (ne) {
+		unsigned int j = __ffs64(ne);
+		u64 i = bits_last(&mm->bits[j]);
 
-		if (!avail)
-			return NULL;
-		j = k + __ffs64(avail);
-		best = rb_entry(rb_first_cached(&mm->free[j]),
-				struct md_buddy_block, rb);
-		*pp = best->offset;
-		return best;
+		/* Free blocks are disjoint: the highest start ends highest. */
+		if (best == NO_BLOCK || (i << j) > best_off) {
+			best = i;
+			best_off = i << j;
+			*jp = j;
+		}
+		ne &= ne - 1;
 	}
-
-	for (j = k; j <= mm->max_order; j++) {
-		struct md_buddy_block *b;
-
-		if (!(mm->nonempty & BIT_ULL(j)))
-			continue;
-		b = rb_entry(rb_last(&mm->free[j].rb_root),
-			     struct md_buddy_block, rb);
-		if (!best || b->offset > best->offset)
-			best = b;
-	}
-	if (best)
-		*pp = round_down(best->offset + bsize(mm, best->order) - len,
-				 align);
 	return best;
 }
 
 /* ---------------------------------------------------------- allocation */
 
-static int alloc_exact(struct md_buddy *mm, struct md_buddy_alloc *a,
-		       u64 p, u64 len, gfp_t gfp)
+static int alloc_exact(struct md_buddy *mm, u64 p, u64 len)
 {
-	struct carver cv = { .mm = mm, .pieces = &a->pieces };
-	LIST_HEAD(stash);
-	u64 x;
-	int ret;
+	unsigned int k;
+	u64 x, i;
 
-	/* Dry run: is all of it free, and how many splits will it take? */
-	for (x = p; x < p + len;) {
-		struct md_buddy_block *c = free_container(mm, x);
-		u64 cend;
-
-		if (!c)
+	/* Is all of it free? Nothing changes until that is known. */
+	for (x = p; x < p + len; x = (i + 1) << k) {
+		i = free_container(mm, x, &k);
+		if (i == NO_BLOCK)
 			return -ENOSPC;
-		cend = c->offset + bsize(mm, c->order);
-		carve(&cv, NULL, c->offset, c->order, x, min(cend, p + len) - x);
-		x = cend;
 	}
-
-	ret = stash_fill(&stash, cv.splits, gfp);
-	if (ret)
-		return ret;
-
-	cv.stash = &stash;
-	for (x = p; x < p + len;) {
-		struct md_buddy_block *c = free_container(mm, x);
-		u64 cend = c->offset + bsize(mm, c->order);
-
-		free_remove(mm, c);
-		carve(&cv, c, c->offset, c->order, x, min(cend, p + len) - x);
-		x = cend;
+	for (x = p; x < p + len; x = (i + 1) << k) {
+		i = free_container(mm, x, &k);
+		carve(mm, k, i, x, min((i + 1) << k, p + len));
 	}
-	WARN_ON(!list_empty(&stash));
-	stash_release(&stash);
 	return 0;
 }
 
@@ -481,7 +366,7 @@ static int alloc_exact(struct md_buddy *mm, struct md_buddy_alloc *a,
  *         offset to allocate at
  * @end: with MD_BUDDY_RANGE, one past the highest byte; else ignored
  * @flags: MD_BUDDY_*
- * @gfp: for the block descriptors splitting needs
+ * @gfp: unused: allocating needs no memory (kept for the callers)
  *
  * Without MD_BUDDY_EXACT the range is carved out of one free block of at
  * least the power of two >= size (and >= @align): the lowest block of the
@@ -489,19 +374,17 @@ static int alloc_exact(struct md_buddy *mm, struct md_buddy_alloc *a,
  * MD_BUDDY_RANGE the lowest (highest) position inside [start, end). A free
  * stretch made of several smaller blocks serves only MD_BUDDY_EXACT.
  *
- * Return: 0; -EINVAL for a malformed request; -ENOSPC when no space fits;
- * -ENOMEM when descriptors could not be allocated. Nothing changes on error.
+ * Return: 0; -EINVAL for a malformed request; -ENOSPC when no space fits.
+ * (-ENOMEM, for memory the allocator could not get, no longer happens: it
+ * needs none.) Nothing changes on error.
  */
 int md_buddy_alloc(struct md_buddy *mm, struct md_buddy_alloc *a, u64 size,
 		   u64 align, u64 start, u64 end, unsigned int flags,
 		   gfp_t gfp)
 {
-	struct carver cv = { .mm = mm, .pieces = &a->pieces };
 	bool topdown = flags & MD_BUDDY_TOPDOWN;
-	struct md_buddy_block *blk;
-	LIST_HEAD(stash);
-	u64 chunk = md_buddy_chunk(mm), len, p = 0;
-	unsigned int k;
+	unsigned int shift = mm->chunk_shift, k, j = 0;
+	u64 chunk = md_buddy_chunk(mm), len, p = 0, i;
 	int ret;
 
 	if (a->live || (flags & ~MD_BUDDY_FLAGS) || !size)
@@ -515,16 +398,14 @@ int md_buddy_alloc(struct md_buddy *mm, struct md_buddy_alloc *a, u64 size,
 		return -ENOSPC;
 	len = round_up(size, chunk);
 
-	INIT_LIST_HEAD(&a->pieces);
-
 	if (flags & MD_BUDDY_EXACT) {
 		if (!IS_ALIGNED(start, align) || start >= mm->size ||
 		    len > mm->size - start)
 			return -EINVAL;
-		ret = alloc_exact(mm, a, start, len, gfp);
+		ret = alloc_exact(mm, start >> shift, len >> shift);
 		if (ret)
 			return ret;
-		p = start;
+		p = start >> shift;
 		goto done;
 	}
 
@@ -537,28 +418,34 @@ int md_buddy_alloc(struct md_buddy *mm, struct md_buddy_alloc *a, u64 size,
 	}
 
 	/* The order whose natural alignment satisfies both size and align. */
-	k = ilog2(max(roundup_pow_of_two(len), align)) - mm->chunk_shift;
+	k = ilog2(max(roundup_pow_of_two(len), align)) - shift;
 	if (k > mm->max_order)
 		return -ENOSPC;
 
-	if (flags & MD_BUDDY_RANGE)
-		blk = find_in_range(mm, k, len, align, start, end, topdown, &p);
-	else
-		blk = find_any(mm, k, len, align, topdown, &p);
-	if (!blk)
-		return -ENOSPC;
+	if (flags & MD_BUDDY_RANGE) {
+		i = find_in_range(mm, k, len >> shift, align >> shift,
+				  DIV_ROUND_UP_ULL(start, chunk), end >> shift,
+				  topdown, &p, &j);
+	} else if (!topdown) {
+		/* The lowest block of the smallest order that will do. */
+		u64 ne = mm->nonempty >> k;
 
-	carve(&cv, NULL, blk->offset, blk->order, p, len);
-	ret = stash_fill(&stash, cv.splits, gfp);
-	if (ret)
-		return ret;
-	cv.stash = &stash;
-	free_remove(mm, blk);
-	carve(&cv, blk, blk->offset, blk->order, p, len);
-	WARN_ON(!list_empty(&stash));
-	stash_release(&stash);
+		if (!ne)
+			return -ENOSPC;
+		j = k + __ffs64(ne);
+		i = bits_first(&mm->bits[j]);
+		p = i << j;
+	} else {
+		i = find_top(mm, k, &j);
+		if (i != NO_BLOCK)
+			p = round_down(((i + 1) << j) - (len >> shift),
+				       align >> shift);
+	}
+	if (i == NO_BLOCK)
+		return -ENOSPC;
+	carve(mm, j, i, p, p + (len >> shift));
 done:
-	a->offset = p;
+	a->offset = p << shift;
 	a->size = len;
 	a->live = true;
 	return 0;
@@ -570,20 +457,27 @@ MD_EXPORT_FOR_TESTS(md_buddy_alloc);
  * @mm: the allocator it came from
  * @a: the record md_buddy_alloc() filled in
  *
- * Needs no memory and cannot fail for a live allocation.
+ * Cuts [offset, offset + size) into the largest aligned blocks that fit
+ * (never across a root) and merges each with its free buddies. Needs no
+ * memory and cannot fail for a live allocation.
  *
  * Return: 0, or -EINVAL when @a is not live (never allocated, or freed
  * already): a double free is refused, not applied twice.
  */
 int md_buddy_free(struct md_buddy *mm, struct md_buddy_alloc *a)
 {
-	struct md_buddy_block *b, *tmp;
+	u64 x, end;
 
 	if (!a->live)
 		return -EINVAL;
-	list_for_each_entry_safe(b, tmp, &a->pieces, link) {
-		list_del(&b->link);
-		free_coalesce(mm, b);
+	x = a->offset >> mm->chunk_shift;
+	end = x + (a->size >> mm->chunk_shift);
+	while (x < end) {
+		unsigned int limit = root_order(mm, x);
+		unsigned int k = min(piece_order(x, end), limit);
+
+		free_merge(mm, x, k, limit);
+		x += BIT_ULL(k);
 	}
 	a->live = false;
 	return 0;
@@ -592,6 +486,50 @@ MD_EXPORT_FOR_TESTS(md_buddy_free);
 
 /* ------------------------------------------------------ setup, queries */
 
+/* One bitmap with its summary levels per order, all in one allocation. */
+static int bits_setup(struct md_buddy *mm, u64 chunks)
+{
+	unsigned long *w;
+	u64 total = 0;
+	unsigned int k, l;
+
+	mm->bits = kcalloc(mm->max_order + 1, sizeof(*mm->bits), GFP_KERNEL);
+	if (!mm->bits)
+		return -ENOMEM;
+	for (k = 0; k <= mm->max_order; k++) {
+		struct md_buddy_bits *b = &mm->bits[k];
+		u64 n = chunks >> k;
+
+		for (l = 0; ; l++) {
+			if (l == MD_BUDDY_LEVELS)
+				return -ENOMEM;
+			b->nbits[l] = n;
+			total += words_of(n);
+			if (n <= BPL)
+				break;
+			n = words_of(n);
+		}
+		b->nlevels = l + 1;
+	}
+	/* Far beyond any pool this is meant for: refuse, do not warn. */
+	if (total > INT_MAX / sizeof(*w))
+		return -ENOMEM;
+	w = kvcalloc(total, sizeof(*w), GFP_KERNEL);
+	if (!w)
+		return -ENOMEM;
+	mm->words = w;
+	mm->nr_words = total;
+	for (k = 0; k <= mm->max_order; k++) {
+		struct md_buddy_bits *b = &mm->bits[k];
+
+		for (l = 0; l < b->nlevels; l++) {
+			b->lvl[l] = w;
+			w += words_of(b->nbits[l]);
+		}
+	}
+	return 0;
+}
+
 /**
  * md_buddy_init_capped() - manage [0, size) in blocks of at most @max_block
  * @mm: the allocator to set up
@@ -599,14 +537,16 @@ MD_EXPORT_FOR_TESTS(md_buddy_free);
  * @chunk: minimum block size, a power of two
  * @max_block: largest block, a power of two >= @chunk; 0 for no limit
  *
+ * Allocates the bitmaps: about two bits per chunk (see buddy.h).
+ *
  * Return: 0, -EINVAL or -ENOMEM.
  */
 int md_buddy_init_capped(struct md_buddy *mm, u64 size, u64 chunk,
 			 u64 max_block)
 {
-	unsigned int cap, nr, i;
-	u64 chunks, rest, offset = 0;
-	int bit;
+	u64 chunks, nfull, rest, x, r;
+	unsigned int cap, k;
+	int ret;
 
 	if (!chunk || !is_power_of_2(chunk))
 		return -EINVAL;
@@ -618,50 +558,33 @@ int md_buddy_init_capped(struct md_buddy *mm, u64 size, u64 chunk,
 	if (!chunks)
 		return -EINVAL;
 	mm->size = chunks << mm->chunk_shift;
-	for (i = 0; i <= MD_BUDDY_MAX_ORDER; i++)
-		mm->free[i] = RB_ROOT_CACHED;
 
 	/*
 	 * Roots: as many blocks of the cap as fit, then the set bits of what
 	 * is left, largest first; each is aligned to its own size.
 	 */
 	cap = max_block ? ilog2(max_block) - mm->chunk_shift : 63;
-	nr = hweight64(chunks & (BIT_ULL(cap) - 1));
-	if (cap < 63) {
-		if ((chunks >> cap) > INT_MAX)
-			return -EINVAL;
-		nr += chunks >> cap;
-	} else {
-		nr = hweight64(chunks);
-	}
-	mm->root_offset = kcalloc(nr, sizeof(*mm->root_offset), GFP_KERNEL);
-	mm->root_order = kcalloc(nr, sizeof(*mm->root_order), GFP_KERNEL);
-	if (!mm->root_offset || !mm->root_order) {
+	nfull = chunks >> cap;
+	if (cap < 63 && nfull > INT_MAX)
+		return -EINVAL;
+	mm->cap_order = cap;
+	mm->full_end = nfull << cap;
+	mm->tail = chunks - mm->full_end;
+	mm->nr_roots = nfull + hweight64(mm->tail);
+	mm->max_order = nfull ? cap : fls64(mm->tail) - 1;
+
+	ret = bits_setup(mm, chunks);
+	if (ret) {
 		md_buddy_fini(mm);
-		return -ENOMEM;
+		return ret;
 	}
-
-	rest = chunks;
-	while (rest) {
-		struct md_buddy_block *b;
-
-		bit = min_t(int, fls64(rest) - 1, cap);
-		b = kmem_cache_alloc(md_buddy_slab, GFP_KERNEL);
-		if (!b) {
-			md_buddy_fini(mm);
-			return -ENOMEM;
-		}
-		b->offset = offset;
-		b->order = bit;
-		mm->root_offset[mm->nr_roots] = offset;
-		mm->root_order[mm->nr_roots] = bit;
-		mm->nr_roots++;
-		mm->max_order = max_t(unsigned int, mm->max_order, bit);
-		free_insert(mm, b);
-		offset += bsize(mm, bit);
-		rest -= BIT_ULL(bit);
+	for (r = 0; r < nfull; r++)
+		free_insert(mm, cap, r);
+	for (x = mm->full_end, rest = mm->tail; rest; rest -= BIT_ULL(k)) {
+		k = fls64(rest) - 1;
+		free_insert(mm, k, x >> k);
+		x += BIT_ULL(k);
 	}
-	WARN_ON(mm->nr_roots != nr);
 	return 0;
 }
 MD_EXPORT_FOR_TESTS(md_buddy_init_capped);
@@ -681,30 +604,15 @@ int md_buddy_init(struct md_buddy *mm, u64 size, u64 chunk)
 MD_EXPORT_FOR_TESTS(md_buddy_init);
 
 /*
- * md_buddy_fini() - release the free-block descriptors. Allocations still
- * live keep theirs (the caller leaked them); the allocator is unusable
+ * md_buddy_fini() - release the bitmaps. Allocations still live need
+ * nothing released (the caller leaked them); the allocator is unusable
  * afterwards either way.
  */
 void md_buddy_fini(struct md_buddy *mm)
 {
-	unsigned int k;
-
-	for (k = 0; k <= MD_BUDDY_MAX_ORDER; k++) {
-		struct rb_node *n;
-
-		while ((n = rb_first_cached(&mm->free[k]))) {
-			struct md_buddy_block *b =
-				rb_entry(n, struct md_buddy_block, rb);
-
-			free_remove(mm, b);
-			kmem_cache_free(md_buddy_slab, b);
-		}
-	}
-	kfree(mm->root_offset);
-	kfree(mm->root_order);
-	mm->root_offset = NULL;
-	mm->root_order = NULL;
-	mm->nr_roots = 0;
+	kvfree(mm->words);
+	kfree(mm->bits);
+	memset(mm, 0, sizeof(*mm));
 }
 MD_EXPORT_FOR_TESTS(md_buddy_fini);
 
@@ -723,57 +631,98 @@ MD_EXPORT_FOR_TESTS(md_buddy_largest);
 	__bad;								\
 })
 
+/* Every summary bit says whether its word below is non-zero; no stray bits. */
+static int check_levels(const struct md_buddy *mm, unsigned int k)
+{
+	const struct md_buddy_bits *b = &mm->bits[k];
+	unsigned int l;
+	u64 w;
+
+	for (l = 0; l < b->nlevels; l++) {
+		u64 n = b->nbits[l], words = words_of(n);
+
+		if (check(n % BPL == 0 || !(b->lvl[l][words - 1] >> (n % BPL)),
+			  "order %u level %u: bits set past the end", k, l))
+			return -EUCLEAN;
+		if (l + 1 == b->nlevels) {
+			if (check(words == 1, "order %u: top level %u has %llu words",
+				  k, l, words))
+				return -EUCLEAN;
+			continue;
+		}
+		if (check(b->nbits[l + 1] == words,
+			  "order %u level %u: %llu bits for %llu words", k, l + 1,
+			  b->nbits[l + 1], words))
+			return -EUCLEAN;
+		for (w = 0; w < words; w++) {
+			bool sum = b->lvl[l + 1][w / BPL] & BIT(w % BPL);
+
+			if (check(sum == !!b->lvl[l][w],
+				  "order %u level %u word %llu: summary bit %d",
+				  k, l, w, sum))
+				return -EUCLEAN;
+		}
+	}
+	return 0;
+}
+
 /**
  * md_buddy_check() - verify every invariant of the allocator
  *
- * Every free block is aligned to its size, lies inside one root and no
- * larger than it, is not free together with its buddy (fully coalesced),
- * overlaps no other free block; per-order counts, the non-empty bitmap and
- * @avail agree with the trees. O(n * orders); for tests and debugging.
+ * The summary levels of every bitmap agree with the level below; every free
+ * block lies inside the pool and inside one root and is no larger than it,
+ * is not free together with its buddy (fully coalesced), overlaps no other
+ * free block; per-order counts, the non-empty bitmap and @avail agree with
+ * the bitmaps. O(n * orders + pool / chunk / 64); for tests and debugging.
  *
  * Return: 0, or -EUCLEAN after logging the first violation found.
  */
 int md_buddy_check(const struct md_buddy *mm)
 {
-	struct rb_node *cur[MD_BUDDY_MAX_ORDER + 1];
-	u64 sum = 0, last_end = 0;
-	unsigned int k;
+	u64 chunks = mm->size >> mm->chunk_shift, sum = 0;
+	unsigned int k, j;
 
+	if (check(mm->max_order <= MD_BUDDY_MAX_ORDER && mm->bits && mm->words,
+		  "no bitmaps"))
+		return -EUCLEAN;
 	for (k = 0; k <= MD_BUDDY_MAX_ORDER; k++) {
-		u64 n = 0, prev = 0, s;
-		struct rb_node *node;
+		const struct md_buddy_bits *b;
+		u64 n = 0, i;
 
 		if (k > mm->max_order) {
-			if (check(RB_EMPTY_ROOT(&mm->free[k].rb_root),
+			if (check(!mm->nr_free[k] && !(mm->nonempty & BIT_ULL(k)),
 				  "order %u above max %u has blocks", k,
 				  mm->max_order))
 				return -EUCLEAN;
 			continue;
 		}
-		s = bsize(mm, k);
-		for (node = rb_first_cached(&mm->free[k]); node;
-		     node = rb_next(node)) {
-			struct md_buddy_block *b =
-				rb_entry(node, struct md_buddy_block, rb);
-			unsigned int ro = root_order_of(mm, b->offset);
+		b = &mm->bits[k];
+		if (check(b->nbits[0] == chunks >> k,
+			  "order %u: %llu blocks, pool has %llu", k,
+			  b->nbits[0], chunks >> k) ||
+		    check_levels(mm, k))
+			return -EUCLEAN;
+		for (i = find_first_bit(b->lvl[0], b->nbits[0]); i < b->nbits[0];
+		     i = find_next_bit(b->lvl[0], b->nbits[0], i + 1)) {
+			u64 x = i << k;
+			unsigned int ro = root_order(mm, x);
 
-			if (check(b->order == k, "block %llx in tree %u has order %u",
-				  b->offset, k, b->order) ||
-			    check(IS_ALIGNED(b->offset, s),
-				  "block %llx order %u misaligned", b->offset, k) ||
-			    check(b->offset < mm->size && s <= mm->size - b->offset,
-				  "block %llx order %u beyond size", b->offset, k) ||
+			if (check(x + BIT_ULL(k) <= chunks,
+				  "block %llx order %u beyond size", x, k) ||
 			    check(k <= ro, "block %llx order %u above its root's %u",
-				  b->offset, k, ro) ||
-			    check(!n || b->offset > prev,
-				  "tree %u out of order at %llx", k, b->offset) ||
-			    check(k == ro || !free_lookup(mm, k, b->offset ^ s),
+				  x, k, ro) ||
+			    check(k == ro || !bits_test(b, i ^ 1),
 				  "block %llx and its buddy both free (order %u)",
-				  b->offset, k))
+				  x, k))
 				return -EUCLEAN;
-			prev = b->offset;
+			/* Free blocks nest, so overlapping means containing. */
+			for (j = k + 1; j <= mm->max_order; j++)
+				if (check(!is_free(mm, j, x >> j),
+					  "free block %llx order %u inside free block of order %u",
+					  x, k, j))
+					return -EUCLEAN;
 			n++;
-			sum += s;
+			sum += bsize(mm, k);
 		}
 		if (check(n == mm->nr_free[k], "order %u: %llu blocks, counted %llu",
 			  k, n, mm->nr_free[k]) ||
@@ -786,34 +735,6 @@ int md_buddy_check(const struct md_buddy *mm)
 	    check(mm->avail <= mm->size, "avail %llu > size %llu", mm->avail,
 		  mm->size))
 		return -EUCLEAN;
-
-	/* No two free blocks overlap: merge the sorted trees by offset. */
-	for (k = 0; k <= MD_BUDDY_MAX_ORDER; k++)
-		cur[k] = rb_first_cached(&mm->free[k]);
-	for (;;) {
-		struct md_buddy_block *min = NULL;
-		unsigned int mk = 0;
-
-		for (k = 0; k <= mm->max_order; k++) {
-			struct md_buddy_block *b;
-
-			if (!cur[k])
-				continue;
-			b = rb_entry(cur[k], struct md_buddy_block, rb);
-			if (!min || b->offset < min->offset) {
-				min = b;
-				mk = k;
-			}
-		}
-		if (!min)
-			break;
-		if (check(min->offset >= last_end,
-			  "free block %llx order %u overlaps one ending at %llx",
-			  min->offset, mk, last_end))
-			return -EUCLEAN;
-		last_end = min->offset + bsize(mm, mk);
-		cur[mk] = rb_next(cur[mk]);
-	}
 	return 0;
 }
 MD_EXPORT_FOR_TESTS(md_buddy_check);

@@ -6,6 +6,8 @@
  */
 #include <kunit/test.h>
 #include <linux/bitmap.h>
+#include <linux/log2.h>
+#include <linux/math64.h>
 #include <linux/module.h>
 #include <linux/random.h>
 #include <linux/sizes.h>
@@ -543,10 +545,388 @@ static void smoke_random(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, mm->nr_free[2], 1ull);
 }
 
+/* --------------------------------------- bitmaps and their summary levels */
+
+/*
+ * Exactly the chunks @holes (ascending, no two of them buddies) of an
+ * n-chunk pool are free afterwards: everything else is held by @seg.
+ */
+static void make_holes(struct kunit *test, struct md_buddy *mm, u64 n,
+		       const u64 *holes, size_t nh, struct md_buddy_alloc *seg)
+{
+	struct md_buddy_alloc *h = allocs(test, nh);
+	u64 x = 0;
+	size_t i, s = 0;
+
+	for (i = 0; i <= nh; i++) {
+		u64 stop = i < nh ? holes[i] : n;
+
+		if (stop > x)
+			KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &seg[s++],
+							     (stop - x) * CHUNK, 0,
+							     x * CHUNK, 0, MD_BUDDY_EXACT,
+							     GFP_KERNEL), 0);
+		if (i < nh)
+			KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &h[i], CHUNK, 0,
+							     holes[i] * CHUNK, 0,
+							     MD_BUDDY_EXACT,
+							     GFP_KERNEL), 0);
+		x = stop + 1;
+	}
+	KUNIT_ASSERT_EQ(test, mm->avail, 0ull);
+	for (i = 0; i < nh; i++)
+		KUNIT_ASSERT_EQ(test, md_buddy_free(mm, &h[i]), 0);
+	KUNIT_ASSERT_EQ(test, mm->avail, (u64)nh * CHUNK);
+	KUNIT_ASSERT_EQ(test, md_buddy_check(mm), 0);
+}
+
+/*
+ * Free chunks at the edges of bitmap words and of summary words: the
+ * lowest, highest, next and previous free block are found across them.
+ */
+static void levels_one(struct kunit *test, u64 n, unsigned int levels)
+{
+	static const u64 cand[] = { 0, 63, 64, 127, 128, 4031, 4032, 4095,
+				    4096, 4159, 262143, 262144 };
+	struct md_buddy *mm = kunit_kzalloc(test, sizeof(*mm), GFP_KERNEL);
+	struct md_buddy_alloc *seg, *got;
+	u64 holes[ARRAY_SIZE(cand) + 1];
+	size_t nh = 0, i;
+
+	KUNIT_ASSERT_NOT_NULL(test, mm);
+	for (i = 0; i <= ARRAY_SIZE(cand); i++) {
+		u64 c = i < ARRAY_SIZE(cand) ? cand[i] : n - 1;
+
+		if (c >= n || (nh && (holes[nh - 1] >= c || holes[nh - 1] == (c ^ 1))))
+			continue;
+		holes[nh++] = c;
+	}
+	seg = allocs(test, nh + 1);
+	got = allocs(test, nh + 1);
+
+	KUNIT_ASSERT_EQ(test, md_buddy_init(mm, n * CHUNK, CHUNK), 0);
+	KUNIT_EXPECT_EQ(test, mm->bits[0].nlevels, levels);
+	make_holes(test, mm, n, holes, nh, seg);
+
+	/* Bottom-up: the holes in ascending order, then nothing. */
+	for (i = 0; i < nh; i++) {
+		KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &got[i], CHUNK, 0, 0, 0, 0,
+						     GFP_KERNEL), 0);
+		KUNIT_EXPECT_EQ(test, got[i].offset, holes[i] * CHUNK);
+	}
+	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &got[nh], CHUNK, 0, 0, 0, 0,
+					     GFP_KERNEL), -ENOSPC);
+	free_all(test, mm, got, nh);
+
+	/* Top-down: descending. */
+	for (i = nh; i-- > 0;) {
+		KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &got[i], CHUNK, 0, 0, 0,
+						     MD_BUDDY_TOPDOWN, GFP_KERNEL), 0);
+		KUNIT_EXPECT_EQ(test, got[i].offset, holes[i] * CHUNK);
+	}
+	free_all(test, mm, got, nh);
+	KUNIT_EXPECT_EQ(test, md_buddy_check(mm), 0);
+
+	/* Next after a hole and previous before one, across words. */
+	for (i = 0; i + 1 < nh; i++) {
+		KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &got[0], CHUNK, 0,
+						     (holes[i] + 1) * CHUNK, n * CHUNK,
+						     MD_BUDDY_RANGE, GFP_KERNEL), 0);
+		KUNIT_EXPECT_EQ(test, got[0].offset, holes[i + 1] * CHUNK);
+		KUNIT_EXPECT_EQ(test, md_buddy_free(mm, &got[0]), 0);
+		KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &got[0], CHUNK, 0, 0,
+						     holes[i + 1] * CHUNK,
+						     MD_BUDDY_RANGE | MD_BUDDY_TOPDOWN,
+						     GFP_KERNEL), 0);
+		KUNIT_EXPECT_EQ(test, got[0].offset, holes[i] * CHUNK);
+		KUNIT_EXPECT_EQ(test, md_buddy_free(mm, &got[0]), 0);
+	}
+	/* Past the last hole, before the first: nothing. */
+	if (holes[nh - 1] + 1 < n)
+		KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &got[0], CHUNK, 0,
+						     (holes[nh - 1] + 1) * CHUNK,
+						     n * CHUNK, MD_BUDDY_RANGE,
+						     GFP_KERNEL), -ENOSPC);
+	if (holes[0])
+		KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &got[0], CHUNK, 0, 0,
+						     holes[0] * CHUNK,
+						     MD_BUDDY_RANGE | MD_BUDDY_TOPDOWN,
+						     GFP_KERNEL), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, md_buddy_check(mm), 0);
+
+	free_all(test, mm, seg, nh + 1);
+	KUNIT_EXPECT_EQ(test, mm->avail, n * CHUNK);
+	KUNIT_EXPECT_EQ(test, md_buddy_check(mm), 0);
+	md_buddy_fini(mm);
+}
+
+static void bitmap_level_edges(struct kunit *test)
+{
+	levels_one(test, 64, 1);
+	levels_one(test, 65, 2);
+	levels_one(test, 4096, 2);
+	levels_one(test, 4097, 3);
+	levels_one(test, 262144, 3);
+	levels_one(test, 262144 + 64 + 3, 4);
+}
+
+/*
+ * A pool of tens of GiB: metadata within 0.1 % of it (about two bits per
+ * chunk in fact), best fit, top-down, ranges and exact ranges across roots.
+ */
+static void large_pool(struct kunit *test)
+{
+	const u64 g = SZ_1G, size = 96 * g + 5 * CHUNK;	/* 64G, 32G, 16K, 4K */
+	struct md_buddy *mm = setup(test, size, CHUNK);
+	struct md_buddy_alloc a[8] = {};
+	u64 meta = mm->nr_words * sizeof(long);
+
+	kunit_info(test, "%llu GiB pool: %llu KiB of bitmaps (%llu ppm)\n",
+		   size >> 30, meta >> 10, div64_u64(meta * 1000000, size));
+	KUNIT_EXPECT_LE(test, meta, size / 1000);
+	KUNIT_EXPECT_EQ(test, mm->nr_roots, 4u);
+	KUNIT_EXPECT_GE(test, mm->bits[0].nlevels, 4u);
+
+	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a[0], CHUNK, 0, 0, 0,
+					     MD_BUDDY_TOPDOWN, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, a[0].offset, size - CHUNK);
+	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a[1], SZ_1M, 0, 0, 0,
+					     MD_BUDDY_TOPDOWN, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, a[1].offset, 96 * g - SZ_1M);
+	/* Best fit: the 2M block left over below it, not offset 0. */
+	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a[2], SZ_2M, 0, 0, 0, 0,
+					     GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, a[2].offset, 96 * g - SZ_4M);
+	/* Exact, across the boundary of the two large roots. */
+	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a[3], 2 * CHUNK, 0,
+					     64 * g - CHUNK, 0, MD_BUDDY_EXACT,
+					     GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a[4], SZ_64K, 0, 48 * g + CHUNK,
+					     49 * g, MD_BUDDY_RANGE, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, a[4].offset, 48 * g + CHUNK);
+	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a[5], SZ_64K, 0, g, 2 * g,
+					     MD_BUDDY_RANGE | MD_BUDDY_TOPDOWN,
+					     GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, a[5].offset, 2 * g - SZ_64K);
+	/* The last chunks of the pool, exactly: the 16K root and what is left. */
+	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a[6], 5 * CHUNK, 0, 96 * g, 0,
+					     MD_BUDDY_EXACT, GFP_KERNEL), -ENOSPC);
+	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a[6], 4 * CHUNK, 0, 96 * g, 0,
+					     MD_BUDDY_EXACT, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, md_buddy_check(mm), 0);
+	KUNIT_EXPECT_EQ(test, mm->avail, size - 7 * CHUNK - SZ_1M - SZ_2M - 2 * SZ_64K);
+	free_all(test, mm, a, ARRAY_SIZE(a));
+	KUNIT_EXPECT_EQ(test, mm->avail, size);
+	KUNIT_EXPECT_EQ(test, md_buddy_largest(mm), 64 * g);
+	KUNIT_EXPECT_EQ(test, mm->nr_free[24], 1ull);
+	KUNIT_EXPECT_EQ(test, mm->nr_free[23], 1ull);
+	KUNIT_EXPECT_EQ(test, mm->nr_free[2], 1ull);
+	KUNIT_EXPECT_EQ(test, mm->nr_free[0], 1ull);
+
+	/* Far too large for bitmaps: refused cleanly, not warned about. */
+	KUNIT_EXPECT_EQ(test, md_buddy_init(&(struct md_buddy){}, U64_MAX, CHUNK),
+			-ENOMEM);
+}
+
+/*
+ * Placement against a model: the free blocks are rebuilt from a shadow map
+ * of used chunks (the maximal aligned free blocks inside one root) and the
+ * documented choice (lowest block of the smallest order; highest position;
+ * lowest or highest position in a range; exact = all of it free) is
+ * computed by brute force, for a plain and a capped pool.
+ */
+struct model {
+	u64 n, full_end;
+	unsigned int cap;
+	unsigned long *used;
+};
+
+static unsigned int model_root_order(const struct model *m, u64 x)
+{
+	u64 base = m->full_end;
+	int b;
+
+	if (x < m->full_end)
+		return m->cap;
+	for (b = 63; b >= 0; b--) {
+		if (!((m->n - m->full_end) & BIT_ULL(b)))
+			continue;
+		if (x < base + BIT_ULL(b))
+			return b;
+		base += BIT_ULL(b);
+	}
+	return 0;
+}
+
+static bool model_all_free(const struct model *m, u64 x, u64 len)
+{
+	return x + len <= m->n && find_next_bit(m->used, x + len, x) >= x + len;
+}
+
+static bool model_free_block(const struct model *m, u64 x, unsigned int j)
+{
+	unsigned int ro = model_root_order(m, x);
+
+	if (j > ro || !model_all_free(m, x, BIT_ULL(j)))
+		return false;
+	return j == ro || !model_all_free(m, round_down(x, BIT_ULL(j + 1)),
+					  BIT_ULL(j + 1));
+}
+
+/* Expected chunk offset, or U64_MAX for -ENOSPC. All in chunks. */
+static u64 model_place(const struct model *m, unsigned int max_order,
+		       unsigned int k, u64 len, u64 align, u64 start, u64 end,
+		       unsigned int flags)
+{
+	bool topdown = flags & MD_BUDDY_TOPDOWN, range = flags & MD_BUDDY_RANGE;
+	u64 best = U64_MAX, x;
+	unsigned int j;
+
+	for (j = k; j <= max_order; j++) {
+		u64 s = BIT_ULL(j);
+
+		for (x = 0; x + s <= m->n; x += s) {
+			u64 p, top;
+
+			if (!model_free_block(m, x, j))
+				continue;
+			if (!range && !topdown) {
+				if (best == U64_MAX || x < best)
+					best = x;
+				continue;
+			}
+			if (!range) {
+				p = round_down(x + s - len, align);
+			} else if (!topdown) {
+				p = round_up(max(x, start), align);
+				if (p + len > min(x + s, end))
+					continue;
+			} else {
+				top = min(x + s, end);
+				if (top <= start || top - start < len)
+					continue;
+				p = round_down(top - len, align);
+				if (p < max(x, start))
+					continue;
+			}
+			if (best == U64_MAX || (!topdown && p < best) ||
+			    (topdown && p > best))
+				best = p;
+		}
+		/* Bottom-up without a range: the smallest order wins. */
+		if (!range && !topdown && best != U64_MAX)
+			break;
+	}
+	return best;
+}
+
+static void model_run(struct kunit *test, struct md_buddy *mm, u64 n,
+		      unsigned int cap, struct rng *r)
+{
+	const size_t slots = 48, steps = 3000;
+	struct md_buddy_alloc *a = allocs(test, slots);
+	struct model m = { .n = n, .cap = cap };
+	size_t i, placed = 0;
+
+	m.full_end = cap < 63 ? (n >> cap) << cap : 0;
+	m.used = kunit_kzalloc(test, BITS_TO_LONGS(n) * sizeof(long), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, m.used);
+
+	for (i = 0; i < steps; i++) {
+		struct md_buddy_alloc *x = &a[rng_below(r, slots)];
+		unsigned int flags = 0, k;
+		u64 len, align, start = 0, end = 0, sz, want;
+		int ret;
+
+		if (x->live) {
+			bitmap_clear(m.used, x->offset / CHUNK, x->size / CHUNK);
+			KUNIT_ASSERT_EQ(test, md_buddy_free(mm, x), 0);
+			continue;
+		}
+		sz = 1 + rng_below(r, (1 + rng_below(r, 24)) * CHUNK);
+		len = DIV_ROUND_UP(sz, CHUNK);
+		align = rng_below(r, 3) ? 1 : BIT_ULL(rng_below(r, 6));
+		if (rng_below(r, 2))
+			flags |= MD_BUDDY_TOPDOWN;
+		switch (rng_below(r, 4)) {
+		case 0:
+			flags |= MD_BUDDY_RANGE;
+			start = rng_below(r, n * CHUNK);
+			end = start + 1 + rng_below(r, n * CHUNK - start + CHUNK);
+			break;
+		case 1:
+			flags = MD_BUDDY_EXACT;
+			align = 1;
+			start = rng_below(r, n) * CHUNK;
+			break;
+		}
+		ret = md_buddy_alloc(mm, x, sz, align * CHUNK, start, end, flags,
+				     GFP_KERNEL);
+		if (flags & MD_BUDDY_EXACT) {
+			if (len > n - start / CHUNK) {
+				KUNIT_ASSERT_EQ(test, ret, -EINVAL);
+				continue;
+			}
+			want = model_all_free(&m, start / CHUNK, len) ?
+			       start / CHUNK : U64_MAX;
+		} else {
+			k = ilog2(max(roundup_pow_of_two(len), align));
+			if (k > mm->max_order)
+				want = U64_MAX;
+			else
+				want = model_place(&m, mm->max_order, k, len, align,
+						   DIV_ROUND_UP(start, CHUNK),
+						   min(end, n * CHUNK) / CHUNK,
+						   flags);
+		}
+		if (want == U64_MAX) {
+			KUNIT_ASSERT_EQ(test, ret, -ENOSPC);
+			continue;
+		}
+		KUNIT_ASSERT_EQ_MSG(test, ret, 0, "step %zu flags %u len %llu", i,
+				    flags, len);
+		KUNIT_ASSERT_EQ_MSG(test, x->offset, want * CHUNK,
+				    "step %zu flags %u len %llu align %llu range [%llu, %llu)",
+				    i, flags, len, align, start, end);
+		KUNIT_ASSERT_TRUE(test, model_all_free(&m, want, len));
+		bitmap_set(m.used, want, len);
+		placed++;
+		if (i % 64 == 0)
+			KUNIT_ASSERT_EQ(test, md_buddy_check(mm), 0);
+	}
+	kunit_info(test, "%llu chunks, cap %u: %zu placements checked\n", n, cap,
+		   placed);
+	KUNIT_EXPECT_GT(test, placed, (size_t)500);
+	free_all(test, mm, a, slots);
+	KUNIT_EXPECT_EQ(test, mm->avail, n * CHUNK);
+	KUNIT_EXPECT_EQ(test, md_buddy_check(mm), 0);
+}
+
+static void placement_matches_model(struct kunit *test)
+{
+	struct md_buddy *mm = kunit_kzalloc(test, sizeof(*mm), GFP_KERNEL);
+	struct rng r;
+
+	KUNIT_ASSERT_NOT_NULL(test, mm);
+	rng_seed(test, &r);
+	/* Roots 128, 32, 4, 1 chunks; then 10 capped roots of 16, then 4, 1. */
+	KUNIT_ASSERT_EQ(test, md_buddy_init(mm, 165 * CHUNK, CHUNK), 0);
+	model_run(test, mm, 165, 63, &r);
+	md_buddy_fini(mm);
+	KUNIT_ASSERT_EQ(test, md_buddy_init_capped(mm, 165 * CHUNK, CHUNK,
+						   16 * CHUNK), 0);
+	KUNIT_EXPECT_EQ(test, mm->nr_roots, 12u);
+	model_run(test, mm, 165, 4, &r);
+	md_buddy_fini(mm);
+}
+
 /* The checker itself must catch a corrupted allocator. */
 static void checker_catches_corruption(struct kunit *test)
 {
 	struct md_buddy *mm = setup(test, SZ_1M, CHUNK);
+	struct md_buddy *small = kunit_kzalloc(test, sizeof(*small), GFP_KERNEL);
+	struct md_buddy_alloc x = {}, y = {};
+	struct md_buddy_bits *b;
 
 	mm->avail -= CHUNK;
 	KUNIT_EXPECT_EQ(test, md_buddy_check(mm), -EUCLEAN);
@@ -555,6 +935,53 @@ static void checker_catches_corruption(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, md_buddy_check(mm), -EUCLEAN);
 	mm->nr_free[mm->max_order]--;
 	KUNIT_EXPECT_EQ(test, md_buddy_check(mm), 0);
+
+	/* 256 chunks: order 0 has four bitmap words and one summary word. */
+	b = &mm->bits[0];
+	KUNIT_ASSERT_EQ(test, b->nlevels, 2u);
+	b->lvl[1][0] |= BIT(2);		/* a summary bit over an empty word */
+	KUNIT_EXPECT_EQ(test, md_buddy_check(mm), -EUCLEAN);
+	b->lvl[1][0] &= ~BIT(2);
+	KUNIT_EXPECT_EQ(test, md_buddy_check(mm), 0);
+
+	/* Chunks 0 and 1 free as two blocks: counts agree, buddies do not. */
+	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &x, CHUNK, 0, 0, 0,
+					     MD_BUDDY_EXACT, GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &y, CHUNK, 0, CHUNK, 0,
+					     MD_BUDDY_EXACT, GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, md_buddy_free(mm, &x), 0);
+	KUNIT_EXPECT_EQ(test, md_buddy_check(mm), 0);
+	b->lvl[0][0] |= BIT(1);
+	mm->nr_free[0]++;
+	mm->avail += CHUNK;
+	KUNIT_EXPECT_EQ(test, md_buddy_check(mm), -EUCLEAN);
+	b->lvl[0][0] &= ~BIT(1);
+	mm->nr_free[0]--;
+	mm->avail -= CHUNK;
+	KUNIT_EXPECT_EQ(test, md_buddy_check(mm), 0);
+	KUNIT_EXPECT_EQ(test, md_buddy_free(mm, &y), 0);
+
+	/* A block inside a free one: chunk 0 of the whole free pool. */
+	b->lvl[0][0] |= BIT(0);
+	b->lvl[1][0] |= BIT(0);
+	mm->nr_free[0]++;
+	KUNIT_EXPECT_EQ(test, md_buddy_check(mm), -EUCLEAN);
+	b->lvl[0][0] &= ~BIT(0);
+	b->lvl[1][0] &= ~BIT(0);
+	mm->nr_free[0]--;
+	KUNIT_EXPECT_EQ(test, md_buddy_check(mm), 0);
+
+	/* A bit past the last block of an order (100 chunks: 36 spare bits). */
+	KUNIT_ASSERT_NOT_NULL(test, small);
+	KUNIT_ASSERT_EQ(test, md_buddy_init(small, 100 * CHUNK, CHUNK), 0);
+	KUNIT_EXPECT_EQ(test, md_buddy_check(small), 0);
+	small->bits[0].lvl[0][1] |= BIT(110 - 64);
+	small->bits[0].lvl[1][0] |= BIT(1);
+	KUNIT_EXPECT_EQ(test, md_buddy_check(small), -EUCLEAN);
+	small->bits[0].lvl[0][1] = 0;
+	small->bits[0].lvl[1][0] &= ~BIT(1);
+	KUNIT_EXPECT_EQ(test, md_buddy_check(small), 0);
+	md_buddy_fini(small);
 }
 
 static struct kunit_case md_buddy_cases[] = {
@@ -573,6 +1000,9 @@ static struct kunit_case md_buddy_cases[] = {
 	KUNIT_CASE(topdown),
 	KUNIT_CASE(smoke_random),
 	KUNIT_CASE(checker_catches_corruption),
+	KUNIT_CASE(bitmap_level_edges),
+	KUNIT_CASE(large_pool),
+	KUNIT_CASE(placement_matches_model),
 	{}
 };
 
