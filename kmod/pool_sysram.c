@@ -22,6 +22,10 @@
 
 #include "pool.h"
 
+static bool sysram_contig = true;
+module_param(sysram_contig, bool, 0444);
+MODULE_PARM_DESC(sysram_contig, "Try one contiguous range first (default Y; N forces the block fallback, for tests)");
+
 struct sysram_chunk {
 	struct page *page;
 	dma_addr_t dma;
@@ -218,7 +222,7 @@ struct md_pool *md_sysram_create(struct device *dma_dev, u64 size)
 	size = round_up(size, PAGE_SIZE << pageblock_order);
 	nr = size >> PAGE_SHIFT;
 
-	page = sysram_take_contig(nr);
+	page = sysram_contig ? sysram_take_contig(nr) : NULL;
 	if (page) {
 		s = sysram_alloc_struct(1);
 		if (!s) {
