@@ -16,6 +16,8 @@
 #include <metadef/metadef.h>
 #include <metadef/plan.h>
 
+#include "exact.h"
+
 static const char *prog = "metadef-plan";
 static int all_strategies = 1;	/* no -S */
 
@@ -40,6 +42,7 @@ static void usage(FILE *f)
 		"  -S, --strategy NAME      one strategy instead of all (see below)\n"
 		"  -i, --improve N          N passes of local search after the strategies\n"
 		"  -x, --exhaustive         all strategies even on large inputs\n"
+		PLAN_EXACT_USAGE
 		"  -V, --version            print the version and exit\n"
 		"  -h, --help               this text\n"
 		"\n"
@@ -222,13 +225,16 @@ static int load(struct model *m, const char *path, int format,
 		m->p = &m->prob;
 		m->plan = &m->own;
 	}
-	m->ms = now_ms() - t0;
 	md_graph_free(g);
 	if (ret) {
 		fprintf(stderr, "%s: %s: planning failed: %s\n", prog, path,
 			strerror(-ret));
 		return 1;
 	}
+	if (plan_exact_enabled() &&
+	    plan_exact_run(prog, path, m->p, m->plan))
+		return 1;
+	m->ms = now_ms() - t0;
 	return 0;
 }
 
@@ -294,6 +300,7 @@ static void print_text(const struct model *m)
 	       pl->ran == (1u << MD_STRAT_COUNT) - 1 ? "" :
 	       " (others skipped: work budget, see -x)");
 	printf("  time                %.3f ms\n", m->ms);
+	plan_exact_print(stdout);
 	if (m->is_graph) {
 		const struct md_reuse_stats *st = &m->gp.stats;
 
@@ -551,6 +558,7 @@ int main(int argc, char **argv)
 		{ "exhaustive", no_argument, NULL, 'x' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
+		PLAN_EXACT_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct md_plan_opts o = { MD_STRAT_ALL, 0, 0 };
@@ -611,11 +619,20 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
+			switch (plan_exact_option(prog, c, optarg)) {
+			case 1:
+				continue;
+			case -1:
+				return 2;
+			}
 			usage(stderr);
 			return 2;
 		}
 	}
 	n = argc - optind;
+	rc = plan_exact_check(prog, n);
+	if (rc)
+		return rc;
 	if (n < 1) {
 		fprintf(stderr, "%s: no input file\n", prog);
 		usage(stderr);
@@ -676,6 +693,8 @@ int main(int argc, char **argv)
 		rc = write_csv(&models[0], csv_out);
 	if (!rc && svg_out)
 		rc = write_svg(&models[0], svg_out);
+	if (!rc)
+		rc = plan_exact_status();
 	for (i = 0; i < n; i++)
 		unload(&models[i]);
 	free(models);

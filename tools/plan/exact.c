@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * metadef-plan --exact / --minimize: run md_exact_solve() on the problem,
+ * with a time limit, Ctrl-C to stop early (the best plan so far is kept),
+ * and progress on stderr when it is a terminal.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <metadef/exact.h>
+#include <metadef/metadef.h>
+
+#include "exact.h"
+
+static struct {
+	int exact, minimize, have_cap, ran, fits;
+	uint64_t capacity;
+	double time_limit;
+	struct md_exact_result res;
+} ex = { .time_limit = 5 };
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+int plan_exact_option(const char *prog, int c, const char *arg)
+{
+	char *end;
+
+	switch (c) {
+	case OPT_EXACT:
+		ex.exact = 1;
+		return 1;
+	case OPT_MINIMIZE:
+		ex.minimize = 1;
+		return 1;
+	case OPT_CAPACITY:
+		if (md_parse_size(arg, &ex.capacity)) {
+			fprintf(stderr, "%s: --capacity: a size in bytes, not '%s'\n",
+				prog, arg);
+			return -1;
+		}
+		ex.have_cap = 1;
+		return 1;
+	case OPT_TIME_LIMIT:
+		errno = 0;
+		ex.time_limit = strtod(arg, &end);
+		if (errno || *end || end == arg || ex.time_limit <= 0 ||
+		    ex.time_limit > 1e7) {
+			fprintf(stderr, "%s: --time-limit: seconds > 0, not '%s'\n",
+				prog, arg);
+			return -1;
+		}
+		return 1;
+	}
+	return 0;
+}
+
+int plan_exact_check(const char *prog, int nfiles)
+{
+	if (!ex.exact && !ex.minimize) {
+		if (ex.have_cap) {
+			fprintf(stderr, "%s: --capacity needs --exact\n", prog);
+			return 2;
+		}
+		return 0;
+	}
+	if (ex.exact && ex.minimize) {
+		fprintf(stderr, "%s: --exact or --minimize, not both\n", prog);
+		return 2;
+	}
+	if (ex.exact && !ex.have_cap) {
+		fprintf(stderr, "%s: --exact needs --capacity N\n", prog);
+		return 2;
+	}
+	if (nfiles != 1) {
+		fprintf(stderr, "%s: --exact and --minimize take one input file\n",
+			prog);
+		return 2;
+	}
+	return 0;
+}
+
+int plan_exact_enabled(void)
+{
+	return ex.exact || ex.minimize;
+}
+
+static void progress(const struct md_exact_progress *pr, void *arg)
+{
+	char a[32], b[32];
+
+	(void)arg;
+	fprintf(stderr, "\r\033[K  exact: %.1f s, best peak %s, lower bound %s, %.0f nodes/s",
+		pr->seconds,
+		pr->best_peak == UINT64_MAX ? "-" :
+		md_format_size(pr->best_peak, a, sizeof(a)),
+		md_format_size(pr->lower_bound, b, sizeof(b)),
+		pr->nodes_per_sec);
+}
+
+int plan_exact_run(const char *prog, const char *path,
+		   const struct md_problem *p, struct md_plan *plan)
+{
+	struct md_exact_opts o = { 0 };
+	struct sigaction sa, old;
+	int tty = isatty(STDERR_FILENO), ret;
+
+	o.capacity = ex.capacity;
+	o.minimize = ex.minimize;
+	o.time_limit = ex.time_limit;
+	o.cancel = &interrupted;
+	if (tty)
+		o.progress = progress;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigint;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old);
+	ret = md_exact_solve(p, &o, &ex.res);
+	sigaction(SIGINT, &old, NULL);
+	if (tty)
+		fprintf(stderr, "\r\033[K");
+	if (ret) {
+		fprintf(stderr, "%s: %s: exact planning failed: %s\n", prog,
+			path, strerror(-ret));
+		return 1;
+	}
+	ex.ran = 1;
+	ex.fits = ex.minimize || ex.res.peak <= ex.capacity;
+	memcpy(plan->offsets, ex.res.offsets, p->n * sizeof(*plan->offsets));
+	plan->peak = ex.res.peak;
+	free(ex.res.offsets);
+	ex.res.offsets = NULL;
+	return 0;
+}
+
+void plan_exact_print(FILE *f)
+{
+	const struct md_exact_result *r = &ex.res;
+	char a[32], b[32];
+
+	if (!ex.ran)
+		return;
+	if (ex.exact)
+		fprintf(f, "  exact               %s within capacity %" PRIu64 " (%s)%s\n",
+			r->status == MD_EXACT_FEASIBLE ? "a plan" :
+			r->status == MD_EXACT_INFEASIBLE ? "no plan" :
+			"no plan found",
+			ex.capacity, md_format_size(ex.capacity, a, sizeof(a)),
+			r->status == MD_EXACT_INFEASIBLE ? ", proven" :
+			r->status == MD_EXACT_LIMIT ?
+			(interrupted ? ", interrupted" : ", time limit") : "");
+	else
+		fprintf(f, "  minimize            peak %s, %s (proven lower bound %s)\n",
+			md_format_size(r->peak, a, sizeof(a)),
+			r->status == MD_EXACT_OPTIMAL ? "optimal" :
+			interrupted ? "interrupted, not proven optimal" :
+			"time limit, not proven optimal",
+			md_format_size(r->lower_bound, b, sizeof(b)));
+	fprintf(f, "  exact search        %.3f s, %" PRIu64 " nodes%s\n",
+		r->seconds, r->nodes,
+		r->heuristic ? ", plan from the heuristics" : "");
+}
+
+int plan_exact_status(void)
+{
+	return ex.ran && !ex.fits;
+}
