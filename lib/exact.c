@@ -62,6 +62,14 @@ struct grp {
 	uint64_t X;			/* hash of the state outside the group */
 };
 
+struct bx {
+	uint64_t S;			/* skyline over its lifetime */
+	uint64_t sz, al;
+	uint32_t lo, hi;		/* sections [lo, hi) */
+	uint32_t rank;			/* in the ranking being searched */
+	uint32_t nob;			/* fixed buffers alive with it */
+};
+
 struct rec {
 	uint32_t x, fpos, spos;
 };
@@ -75,8 +83,7 @@ struct ex {
 	/* problem: free buffers of size > 0, in rank order */
 	size_t n, m;			/* buffers, sections */
 	uint32_t *orig;			/* index in the md_problem */
-	uint32_t *lo, *hi;		/* sections [lo, hi) */
-	uint64_t *sz, *al;
+	struct bx *bx;			/* per buffer, hot fields together */
 	uint32_t *nbs, *nb;		/* time neighbours, CSR */
 	uint32_t *obs;			/* fixed obstacles, CSR into ob */
 	uint64_t *ob;			/* pairs [start, end) */
@@ -85,7 +92,7 @@ struct ex {
 
 	/* search state */
 	uint64_t cap, capkey;
-	uint64_t *S, *f, *R, *off;
+	uint64_t *f, *R, *off;
 	uint32_t *cnt;			/* buffers crossing boundary s|s+1 */
 	uint8_t *placed;
 	uint64_t H;
@@ -125,9 +132,9 @@ struct ex {
 	int bstop;			/* the budget ran out */
 	int stop;			/* limit, cancel or no memory */
 	int nomem;
-	uint32_t *rank;			/* rank of each buffer, 1-based */
+	int stack_bound;
 	uint32_t *ranks;		/* norder rankings */
-	size_t norder;
+	size_t norder, order;
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -210,15 +217,11 @@ static int grow(void **a, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-/* Lowest offset >= v for buffer x: aligned, clear of fixed buffers. */
-static uint64_t lowfeas(const struct ex *e, uint32_t x, uint64_t v)
+static uint64_t lowfeas_fixed(const struct ex *e, uint32_t x, uint64_t v)
 {
-	uint64_t a = e->al[x], sz = e->sz[x];
+	uint64_t a = e->bx[x].al, sz = e->bx[x].sz;
 	uint32_t k, k0 = e->obs[x], k1 = e->obs[x + 1];
 
-	v = md_round_up(v, a);
-	if (k0 == k1)
-		return v;
 again:
 	if (v > e->cap)
 		return v;
@@ -231,6 +234,16 @@ again:
 		}
 	}
 	return v;
+}
+
+/* Lowest offset >= v for buffer x: aligned, clear of fixed buffers. */
+static inline uint64_t lowfeas(const struct ex *e, uint32_t x, uint64_t v)
+{
+	const struct bx *b = &e->bx[x];
+
+	if (b->al > 1)
+		v = md_round_up(v, b->al);
+	return b->nob ? lowfeas_fixed(e, x, v) : v;
 }
 
 /* ------------------------------------------------------------ max tree */
@@ -305,8 +318,8 @@ static void memo_put(struct ex *e, uint64_t key)
  */
 static int place(struct ex *e, uint32_t x, uint64_t o, int *zero)
 {
-	uint64_t sz = e->sz[x], t = o + sz, cap = e->cap;
-	uint32_t lo = e->lo[x], hi = e->hi[x], s, k;
+	uint64_t sz = e->bx[x].sz, t = o + sz, cap = e->cap;
+	uint32_t lo = e->bx[x].lo, hi = e->bx[x].hi, s, k;
 	struct rec *r = &e->rec[e->nrec++];
 	int ok = 1;
 
@@ -331,11 +344,11 @@ static int place(struct ex *e, uint32_t x, uint64_t o, int *zero)
 	for (k = e->nbs[x]; k < e->nbs[x + 1]; k++) {
 		uint32_t y = e->nb[k];
 
-		if (!e->placed[y] && e->S[y] < t) {
+		if (!e->placed[y] && e->bx[y].S < t) {
 			e->ss[e->nss].x = y;
-			e->ss[e->nss].s = e->S[y];
+			e->ss[e->nss].s = e->bx[y].S;
 			e->nss++;
-			e->S[y] = t;
+			e->bx[y].S = t;
 		}
 	}
 	e->placed[x] = 1;
@@ -347,14 +360,14 @@ static int place(struct ex *e, uint32_t x, uint64_t o, int *zero)
 static void unplace(struct ex *e)
 {
 	struct rec *r = &e->rec[--e->nrec];
-	uint32_t x = r->x, lo = e->lo[x], hi = e->hi[x], s;
-	uint64_t sz = e->sz[x];
+	uint32_t x = r->x, lo = e->bx[x].lo, hi = e->bx[x].hi, s;
+	uint64_t sz = e->bx[x].sz;
 
 	e->H ^= e->zb[x];
 	e->placed[x] = 0;
 	while (e->nss > r->spos) {
 		e->nss--;
-		e->S[e->ss[e->nss].x] = e->ss[e->nss].s;
+		e->bx[e->ss[e->nss].x].S = e->ss[e->nss].s;
 	}
 	for (s = lo; s + 1 < hi; s++)
 		e->cnt[s]++;
@@ -379,23 +392,50 @@ static void undo_to(struct ex *e, size_t nrec)
 
 static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr);
 
+static int cand_cmp_b(const void *pa, const void *pb)
+{
+	const struct cand *a = pa, *b = pb;
+
+	if (a->b != b->b)
+		return a->b < b->b ? -1 : 1;
+	return a->r < b->r ? -1 : a->r > b->r;
+}
+
 /*
  * In each section s, every unplaced buffer crossing s starts at or above
  * its own c(x), so the bytes R(s) go above max(floor(s), min c(x)).
  */
 static int section_bound(struct ex *e, const struct grp *g,
-			 const struct cand *cv, uint32_t nu)
+			 struct cand *cv, uint32_t nu)
 {
 	uint64_t *P = e->P, cap = e->cap;
 	uint32_t i, s;
 
+	if (e->stack_bound) {
+		qsort(cv, nu, sizeof(*cv), cand_cmp_b);
+		for (s = g->sa; s < g->sb; s++)
+			P[s] = e->f[s];
+		for (i = 0; i < nu; i++) {
+			uint32_t x = cv[i].x;
+			uint64_t c = cv[i].b, sz = e->bx[x].sz;
+
+			for (s = e->bx[x].lo; s < e->bx[x].hi; s++) {
+				uint64_t t = (P[s] > c ? P[s] : c) + sz;
+
+				if (t > cap)
+					return 0;
+				P[s] = t;
+			}
+		}
+		return 1;
+	}
 	for (s = g->sa; s < g->sb; s++)
 		P[s] = UINT64_MAX;
 	for (i = 0; i < nu; i++) {
 		uint32_t x = cv[i].x;
 		uint64_t c = cv[i].b;
 
-		for (s = e->lo[x]; s < e->hi[x]; s++)
+		for (s = e->bx[x].lo; s < e->bx[x].hi; s++)
 			if (c < P[s])
 				P[s] = c;
 	}
@@ -469,17 +509,17 @@ static int solve_parts(struct ex *e, uint32_t ub, uint32_t nu, size_t nz,
 		while (a < b) {
 			uint32_t mid = (a + b) / 2;
 
-			if (e->zs[mid] + 1 <= e->lo[x])
+			if (e->zs[mid] + 1 <= e->bx[x].lo)
 				a = mid + 1;
 			else
 				b = mid;
 		}
 		tmpc[i] = a;
 		cp[a].nu++;
-		if (e->lo[x] < cp[a].sa)
-			cp[a].sa = e->lo[x];
-		if (e->hi[x] > cp[a].sb)
-			cp[a].sb = e->hi[x];
+		if (e->bx[x].lo < cp[a].sa)
+			cp[a].sa = e->bx[x].lo;
+		if (e->bx[x].hi > cp[a].sb)
+			cp[a].sb = e->bx[x].hi;
 	}
 	for (k = 0; k <= nz; k++)
 		np += cp[k].nu > 0;
@@ -561,15 +601,15 @@ static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr)
 	cv = e->ca + cbase;
 	for (i = 0; i < nu; i++) {
 		uint32_t x = e->ua[g->ub + i];
-		uint64_t c = lowfeas(e, x, e->S[x]), b = c, end;
+		uint64_t c = lowfeas(e, x, e->bx[x].S), b = c, end;
 
 		/*
 		 * Not placeable now: below the last offset (or at it, of a
 		 * lower rank). Something must first go under it, above L.
 		 */
-		if (c < L || (c == L && e->rank[x] < lr))
+		if (c < L || (c == L && e->bx[x].rank < lr))
 			b = L;
-		if (b > cap - e->sz[x])
+		if (b > cap - e->bx[x].sz)
 			return 0;
 		if (c < minc)
 			minc = c;
@@ -577,10 +617,10 @@ static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr)
 		cv[i].b = b;
 		cv[i].x = x;
 		cv[i].pos = i;
-		cv[i].r = e->rank[x];
+		cv[i].r = e->bx[x].rank;
 		if (b < m)
 			m = b;
-		end = c + e->sz[x];
+		end = c + e->bx[x].sz;
 		if (end < e1)
 			e1 = end;
 	}
@@ -617,7 +657,7 @@ static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr)
 			if (zero && g->nu) {
 				uint32_t s, nz = 0;
 
-				for (s = e->lo[cd.x]; s + 1 < e->hi[cd.x]; s++)
+				for (s = e->bx[cd.x].lo; s + 1 < e->bx[cd.x].hi; s++)
 					if (!e->cnt[s])
 						e->zs[nz++] = s;
 				ret = solve_parts(e, g->ub, g->nu, nz, cd.c,
@@ -649,17 +689,13 @@ static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr)
 static void ex_free(struct ex *e)
 {
 	free(e->orig);
-	free(e->lo);
-	free(e->hi);
-	free(e->sz);
-	free(e->al);
+	free(e->bx);
 	free(e->nbs);
 	free(e->nb);
 	free(e->obs);
 	free(e->ob);
 	free(e->zb);
 	free(e->live);
-	free(e->S);
 	free(e->f);
 	free(e->R);
 	free(e->off);
@@ -695,7 +731,7 @@ static int build_neighbours(struct ex *e)
 	}
 	for (i = 0; i < n; i++)
 		for (j = i + 1; j < n; j++)
-			if (e->lo[i] < e->hi[j] && e->lo[j] < e->hi[i]) {
+			if (e->bx[i].lo < e->bx[j].hi && e->bx[j].lo < e->bx[i].hi) {
 				deg[i]++;
 				deg[j]++;
 				if (++pairs > MAX_PAIRS) {
@@ -713,7 +749,7 @@ static int build_neighbours(struct ex *e)
 	memset(deg, 0, n * sizeof(*deg));
 	for (i = 0; i < n; i++)
 		for (j = i + 1; j < n; j++)
-			if (e->lo[i] < e->hi[j] && e->lo[j] < e->hi[i]) {
+			if (e->bx[i].lo < e->bx[j].hi && e->bx[j].lo < e->bx[i].hi) {
 				k = e->nbs[i] + deg[i]++;
 				e->nb[k] = (uint32_t)j;
 				k = e->nbs[j] + deg[j]++;
@@ -776,7 +812,7 @@ static int build_ranks(struct ex *e, const struct md_problem *p)
 
 				switch (o[c]) {
 				case 'T':
-					for (s = e->lo[x]; s < e->hi[x]; s++)
+					for (s = e->bx[x].lo; s < e->bx[x].hi; s++)
 						if (e->live[s] > v)
 							v = e->live[s];
 					break;
@@ -831,20 +867,17 @@ static int ex_init(struct ex *e, const struct md_problem *p,
 			e->orig[k++] = (uint32_t)i;
 
 	/* sections: the distinct ends of free buffers */
-	e->lo = malloc((n + 1) * sizeof(*e->lo));
-	e->hi = malloc((n + 1) * sizeof(*e->hi));
-	e->sz = malloc((n + 1) * sizeof(*e->sz));
-	e->al = malloc((n + 1) * sizeof(*e->al));
+	e->bx = calloc(n + 1, sizeof(*e->bx));
 	e->zb = malloc((n + 1) * sizeof(*e->zb));
-	if (!e->lo || !e->hi || !e->sz || !e->al || !e->zb)
+	if (!e->bx || !e->zb)
 		goto out;
 	for (i = 0; i < n; i++) {
 		const struct md_buffer *b = &p->bufs[e->orig[i]];
 
 		kv[2 * i] = (struct md_kv){ b->lower, (uint32_t)(2 * i) };
 		kv[2 * i + 1] = (struct md_kv){ b->upper, (uint32_t)(2 * i + 1) };
-		e->sz[i] = b->size;
-		e->al[i] = b->align ? b->align : 1;
+		e->bx[i].sz = b->size;
+		e->bx[i].al = b->align ? b->align : 1;
 		e->zb[i] = mix64(seed += 0x9e3779b97f4a7c15ULL);
 		tot += b->size;
 		if (tot < b->size || tot > (uint64_t)INT64_MAX / 4) {
@@ -860,9 +893,9 @@ static int ex_init(struct ex *e, const struct md_problem *p,
 		if (i && kv[i].key != kv[i - 1].key)
 			nt++;
 		if (x & 1)
-			e->hi[x / 2] = (uint32_t)nt;
+			e->bx[x / 2].hi = (uint32_t)nt;
 		else
-			e->lo[x / 2] = (uint32_t)nt;
+			e->bx[x / 2].lo = (uint32_t)nt;
 	}
 	e->m = nt ? nt : 1;
 
@@ -882,6 +915,7 @@ static int ex_init(struct ex *e, const struct md_problem *p,
 					nob++;
 			}
 			e->obs[i + 1] = (uint32_t)nob;
+			e->bx[i].nob = (uint32_t)(nob - e->obs[i]);
 		}
 		e->ob = malloc((2 * nob + 1) * sizeof(*e->ob));
 		if (!e->ob)
@@ -910,7 +944,6 @@ static int ex_init(struct ex *e, const struct md_problem *p,
 
 	msz = e->m + 1;
 	e->live = calloc(msz, sizeof(*e->live));
-	e->S = calloc(n + 1, sizeof(*e->S));
 	e->f = calloc(msz, sizeof(*e->f));
 	e->R = calloc(msz, sizeof(*e->R));
 	e->off = calloc(n + 1, sizeof(*e->off));
@@ -919,11 +952,11 @@ static int ex_init(struct ex *e, const struct md_problem *p,
 	e->rec = calloc(n + 1, sizeof(*e->rec));
 	e->zs = calloc(msz, sizeof(*e->zs));
 	e->P = calloc(msz, sizeof(*e->P));
-	if (!e->live || !e->S || !e->f || !e->R || !e->off || !e->cnt ||
+	if (!e->live || !e->f || !e->R || !e->off || !e->cnt ||
 	    !e->placed || !e->rec || !e->zs || !e->P)
 		goto out;
 	for (i = 0, k = 0; i < n; i++)
-		k += e->hi[i] - e->lo[i];
+		k += e->bx[i].hi - e->bx[i].lo;
 	e->fs = malloc((k + 1) * sizeof(*e->fs));
 	e->nsss = e->nbs[n] + 1;
 	e->ss = malloc(e->nsss * sizeof(*e->ss));
@@ -932,8 +965,8 @@ static int ex_init(struct ex *e, const struct md_problem *p,
 	for (i = 0; i < n; i++) {
 		uint32_t s;
 
-		for (s = e->lo[i]; s < e->hi[i]; s++)
-			e->live[s] += e->sz[i];
+		for (s = e->bx[i].lo; s < e->bx[i].hi; s++)
+			e->live[s] += e->bx[i].sz;
 	}
 	e->tsize = 1;
 	while (e->tsize < e->m)
@@ -957,6 +990,7 @@ static int ex_init(struct ex *e, const struct md_problem *p,
 	if (!e->memo)
 		goto out;
 	e->memo_mask = k - 1;
+	e->stack_bound = getenv("MDX_STACK") != NULL;
 	ret = 0;
 out:
 	free(kv);
@@ -972,8 +1006,9 @@ static void ex_reset(struct ex *e, uint64_t cap)
 
 	e->cap = cap;
 	e->capkey = mix64(cap ^ 0x9c6e6877736c46e3ULL ^
-			  ((uint64_t)(e->rank - e->ranks) << 44));
-	memset(e->S, 0, e->n * sizeof(*e->S));
+			  ((uint64_t)e->order << 44));
+	for (i = 0; i < e->n; i++)
+		e->bx[i].S = 0;
 	memset(e->f, 0, e->m * sizeof(*e->f));
 	memset(e->placed, 0, e->n);
 	memset(e->cnt, 0, e->m * sizeof(*e->cnt));
@@ -993,7 +1028,7 @@ static void ex_reset(struct ex *e, uint64_t cap)
 		uint32_t b;
 
 		e->H ^= e->zb[i];
-		for (b = e->lo[i]; b + 1 < e->hi[i]; b++)
+		for (b = e->bx[i].lo; b + 1 < e->bx[i].hi; b++)
 			e->cnt[b]++;
 	}
 }
@@ -1017,7 +1052,7 @@ static int ex_run(struct ex *e, uint64_t cap)
 		return -1;
 	}
 	for (i = 0; i < e->n; i++) {
-		if (e->sz[i] > cap)
+		if (e->bx[i].sz > cap)
 			return 0;
 		e->ua[i] = (uint32_t)i;
 	}
@@ -1050,14 +1085,16 @@ static int ex_run(struct ex *e, uint64_t cap)
 static int ex_solve(struct ex *e, uint64_t cap, uint64_t lb)
 {
 	uint64_t budget = 4 * (uint64_t)e->n + 64;
-	size_t k;
+	size_t k, i;
 	int ret, try_lb = lb < cap;
 
 	for (;;) {
 		for (k = 0; k < e->norder; k++) {
 			int pass;
 
-			e->rank = e->ranks + k * e->n;
+			e->order = k;
+			for (i = 0; i < e->n; i++)
+				e->bx[i].rank = e->ranks[k * e->n + i];
 			for (pass = !try_lb; pass < 2; pass++) {
 				e->bstop = 0;
 				e->budget_end = e->nodes + budget;
