@@ -61,6 +61,7 @@ int main(int argc, char **argv)
 	       info.backend, md_format_size(info.pool_free, sz, sizeof(sz)),
 	       md_format_size(info.pool_size, sz + 16, 16));
 
+	show("before ALLOC", "/sys/kernel/debug/metadef/regions");
 	a.size = size;
 	if (ioctl(fd, METADEF_IOC_ALLOC, &a))
 		return fail("ALLOC");
