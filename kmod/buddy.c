@@ -150,7 +150,10 @@ static u64 bits_prev(const struct md_buddy_bits *b, u64 i)
 	return NO_BLOCK;
 }
 
-/* ------------------------------------------------------ free blocks */
+/*
+ * Free blocks. @avail is not kept here but by the callers, once per call:
+ * a carve takes exactly the allocation's length, a free gives it back.
+ */
 
 static __always_inline void free_insert(struct md_buddy *mm, unsigned int k,
 					u64 i)
@@ -158,7 +161,6 @@ static __always_inline void free_insert(struct md_buddy *mm, unsigned int k,
 	bits_set(&mm->bits[k], i);
 	mm->nr_free[k]++;
 	mm->nonempty |= BIT_ULL(k);
-	mm->avail += bsize(mm, k);
 }
 
 static __always_inline void free_remove(struct md_buddy *mm, unsigned int k,
@@ -167,7 +169,6 @@ static __always_inline void free_remove(struct md_buddy *mm, unsigned int k,
 	bits_clear(&mm->bits[k], i);
 	if (!--mm->nr_free[k])
 		mm->nonempty &= ~BIT_ULL(k);
-	mm->avail -= bsize(mm, k);
 }
 
 static __always_inline bool is_free(const struct md_buddy *mm, unsigned int k,
@@ -445,6 +446,7 @@ int md_buddy_alloc(struct md_buddy *mm, struct md_buddy_alloc *a, u64 size,
 		return -ENOSPC;
 	carve(mm, j, i, p, p + (len >> shift));
 done:
+	mm->avail -= len;
 	a->offset = p << shift;
 	a->size = len;
 	a->live = true;
@@ -479,6 +481,7 @@ int md_buddy_free(struct md_buddy *mm, struct md_buddy_alloc *a)
 		free_merge(mm, x, k, limit);
 		x += BIT_ULL(k);
 	}
+	mm->avail += a->size;
 	a->live = false;
 	return 0;
 }
@@ -585,6 +588,7 @@ int md_buddy_init_capped(struct md_buddy *mm, u64 size, u64 chunk,
 		free_insert(mm, k, x >> k);
 		x += BIT_ULL(k);
 	}
+	mm->avail = mm->size;
 	return 0;
 }
 MD_EXPORT_FOR_TESTS(md_buddy_init_capped);
