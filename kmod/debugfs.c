@@ -15,10 +15,19 @@ static int domains_show(struct seq_file *m, void *unused)
 	struct md_domain *dom;
 	unsigned long id;
 
-	seq_puts(m, "id\tpid\tcomm\n");
+	seq_puts(m, "id\tpid\tcomm\tquota\tused\tregions\n");
 	xa_lock(&mdev->domains);
-	xa_for_each(&mdev->domains, id, dom)
-		seq_printf(m, "%u\t%d\t%s\n", dom->id, dom->pid, dom->comm);
+	xa_for_each(&mdev->domains, id, dom) {
+		u64 quota = READ_ONCE(dom->quota);
+
+		seq_printf(m, "%u\t%d\t%s\t", dom->id, dom->pid, dom->comm);
+		if (quota == METADEF_QUOTA_UNLIMITED)
+			seq_puts(m, "unlimited");
+		else
+			seq_printf(m, "%llu", quota);
+		seq_printf(m, "\t%lld\t%d\n", (s64)atomic64_read(&dom->used),
+			   atomic_read(&dom->nr_regions));
+	}
 	xa_unlock(&mdev->domains);
 	return 0;
 }

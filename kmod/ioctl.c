@@ -40,6 +40,8 @@ void md_info_fill(struct md_domain *dom, struct metadef_info *info)
 	info->abi_version = METADEF_ABI_VERSION;
 	info->page_size = PAGE_SIZE;
 	info->domain_id = dom->id;
+	info->domain_quota = READ_ONCE(dom->quota);
+	info->domain_used = atomic64_read(&dom->used);
 	if (pool) {
 		info->pool_size = pool->buddy.size;
 		md_pool_usage(pool, &info->pool_free, &info->pool_largest);
@@ -107,6 +109,19 @@ static int md_ioctl_free(struct md_domain *dom, void *data)
 	return md_region_free_handle(dom, arg->handle);
 }
 
+static int md_ioctl_set_quota(struct md_domain *dom, void *data)
+{
+	struct metadef_quota *arg = data;
+	size_t i;
+
+	if (arg->flags)
+		return -EINVAL;
+	for (i = 0; i < ARRAY_SIZE(arg->reserved); i++)
+		if (arg->reserved[i])
+			return -EINVAL;
+	return md_domain_set_quota(dom, arg->domain_id, arg->quota);
+}
+
 static const struct md_ioctl_desc md_ioctls[] = {
 	{
 		.cmd = METADEF_IOC_INFO,
@@ -125,6 +140,12 @@ static const struct md_ioctl_desc md_ioctls[] = {
 		.name = "FREE",
 		.min_size = sizeof(struct metadef_free),
 		.handler = md_ioctl_free,
+	},
+	{
+		.cmd = METADEF_IOC_SET_QUOTA,
+		.name = "SET_QUOTA",
+		.min_size = sizeof(struct metadef_quota),
+		.handler = md_ioctl_set_quota,
 	},
 };
 
@@ -173,6 +194,7 @@ long md_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	BUILD_BUG_ON(sizeof(struct metadef_info) > MD_IOCTL_MAX_SIZE);
 	BUILD_BUG_ON(sizeof(struct metadef_alloc) > MD_IOCTL_MAX_SIZE);
 	BUILD_BUG_ON(sizeof(struct metadef_free) > MD_IOCTL_MAX_SIZE);
+	BUILD_BUG_ON(sizeof(struct metadef_quota) > MD_IOCTL_MAX_SIZE);
 
 	memset(buf, 0, ksize);
 	if (_IOC_DIR(cmd) & _IOC_WRITE) {

@@ -26,6 +26,7 @@ static struct md_device md_dev = {
 	.domains = XARRAY_INIT(md_dev.domains, XA_FLAGS_ALLOC1),
 	.mmap_ids = XARRAY_INIT(md_dev.mmap_ids, XA_FLAGS_ALLOC1),
 	.pool_size = SZ_64M,
+	.default_quota = METADEF_QUOTA_UNLIMITED,
 };
 
 static char *backend = "sysram";
@@ -63,28 +64,39 @@ static const struct kernel_param_ops pool_size_ops = {
 module_param_cb(pool_size, &pool_size_ops, &md_dev.pool_size, 0444);
 MODULE_PARM_DESC(pool_size, "Bytes of device-visible memory to manage, with K/M/G suffix (default 64M)");
 
+/* 0 (the default) means no limit. */
+static int quota_set(const char *val, const struct kernel_param *kp)
+{
+	char *end;
+	u64 size = memparse(val, &end);
+
+	if (end == val || (*end && *end != '\n'))
+		return -EINVAL;
+	*(u64 *)kp->arg = size ?: METADEF_QUOTA_UNLIMITED;
+	return 0;
+}
+
+static int quota_get(char *buf, const struct kernel_param *kp)
+{
+	u64 q = *(u64 *)kp->arg;
+
+	return sysfs_emit(buf, "%llu\n", q == METADEF_QUOTA_UNLIMITED ? 0 : q);
+}
+
+static const struct kernel_param_ops quota_ops = {
+	.set = quota_set,
+	.get = quota_get,
+};
+
+module_param_cb(default_quota, &quota_ops, &md_dev.default_quota, 0644);
+MODULE_PARM_DESC(default_quota, "Bytes a new domain may hold, with K/M/G suffix (default 0: no limit)");
+
 static int md_open(struct inode *inode, struct file *file)
 {
-	struct md_domain *dom;
-	int ret;
+	struct md_domain *dom = md_domain_create(&md_dev);
 
-	dom = kzalloc(sizeof(*dom), GFP_KERNEL);
-	if (!dom)
-		return -ENOMEM;
-
-	dom->dev = &md_dev;
-	dom->pid = task_tgid_nr(current);
-	get_task_comm(dom->comm, current);
-
-	xa_init_flags(&dom->handles, XA_FLAGS_ALLOC1);
-
-	ret = xa_alloc_cyclic(&md_dev.domains, &dom->id, dom, xa_limit_31b,
-			      &md_dev.next_domain, GFP_KERNEL);
-	if (ret < 0) {
-		kfree(dom);
-		return ret;
-	}
-
+	if (IS_ERR(dom))
+		return PTR_ERR(dom);
 	/* One address_space for every open file, whatever node it came by. */
 	file->f_mapping = md_dev.inode->i_mapping;
 	file->private_data = dom;
@@ -93,11 +105,7 @@ static int md_open(struct inode *inode, struct file *file)
 
 static int md_release(struct inode *inode, struct file *file)
 {
-	struct md_domain *dom = file->private_data;
-
-	xa_erase(&md_dev.domains, dom->id);
-	md_region_release_domain(dom);
-	kfree(dom);
+	md_domain_close(file->private_data);
 	return 0;
 }
 

@@ -51,6 +51,7 @@ struct vfsmount;
  *         mappings can be zapped wherever they are
  * @debugfs: /sys/kernel/debug/metadef/
  * @pool_size: bytes of device-visible memory to manage (module parameter)
+ * @default_quota: quota of a new domain (module parameter)
  */
 struct md_device {
 	struct miscdevice misc;
@@ -63,22 +64,31 @@ struct md_device {
 	struct inode *inode;
 	struct dentry *debugfs;
 	u64 pool_size;
+	u64 default_quota;
 };
 
 /**
  * struct md_domain - a memory domain (tenant): one open file description
+ * @ref: the file, and every region charged to the domain
  * @dev: the device it was opened on
  * @id: domain id reported by METADEF_IOC_INFO, unique while open
  * @pid: thread group that opened it (for debugfs)
  * @comm: command name of the opener (for debugfs)
  * @handles: the regions this domain holds, by handle
+ * @quota: bytes it may hold at once (METADEF_QUOTA_UNLIMITED: no limit)
+ * @used: bytes charged to it: its regions whose memory is not back yet
+ * @nr_regions: how many those are
  */
 struct md_domain {
+	struct kref ref;
 	struct md_device *dev;
 	u32 id;
 	pid_t pid;
 	char comm[TASK_COMM_LEN];
 	struct xarray handles;
+	u64 quota;
+	atomic64_t used;
+	atomic_t nr_regions;
 };
 
 /**
@@ -89,6 +99,7 @@ struct md_domain {
  * @alloc: where in the pool
  * @size: bytes asked for
  * @mmap_id: index in @mdev->mmap_ids; the mmap offset derives from it
+ * @dom: the domain it is charged to (holds a reference)
  * @owner: id of the domain that allocated it
  * @handle: its handle in @owner, 0 once freed (for debugfs)
  * @pid: thread group that allocated it
@@ -101,11 +112,20 @@ struct md_region {
 	struct md_buddy_alloc alloc;
 	u64 size;
 	u32 mmap_id;
+	struct md_domain *dom;
 	u32 owner;
 	u32 handle;
 	pid_t pid;
 	atomic_t vmas;
 };
+
+/* domain.c */
+struct md_domain *md_domain_create(struct md_device *mdev);
+void md_domain_close(struct md_domain *dom);
+void md_domain_put(struct md_domain *dom);
+int md_domain_charge(struct md_domain *dom, u64 bytes);
+void md_domain_uncharge(struct md_domain *dom, u64 bytes);
+int md_domain_set_quota(struct md_domain *dom, u32 id, u64 quota);
 
 /* region.c */
 int md_region_create(struct md_domain *dom, struct metadef_alloc *arg);

@@ -10,6 +10,7 @@
  * that mmap can find the region behind an offset; a domain may map only
  * regions it holds a handle to.
  */
+#include <linux/mm.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 
@@ -22,6 +23,9 @@ static void md_region_release(struct kref *ref)
 
 	xa_erase(&r->mdev->mmap_ids, r->mmap_id);
 	md_pool_free(r->pool, &r->alloc);
+	md_domain_uncharge(r->dom, r->alloc.size);
+	atomic_dec(&r->dom->nr_regions);
+	md_domain_put(r->dom);
 	md_pool_put(r->pool);
 	kfree(r);
 }
@@ -74,12 +78,28 @@ int md_region_create(struct md_domain *dom, struct metadef_alloc *arg)
 	r->pid = task_tgid_nr(current);
 	r->size = arg->size;
 
+	/* Charge first: over quota means nothing is allocated at all. */
+	if (arg->size > U64_MAX - (PAGE_SIZE - 1))
+		ret = -ENOMEM;
+	else
+		ret = md_domain_charge(dom, PAGE_ALIGN(arg->size));
+	if (ret) {
+		kfree(r);
+		md_pool_put(pool);
+		return ret;
+	}
 	ret = md_pool_alloc(pool, &r->alloc, arg->size, arg->align, bflags);
 	if (ret) {
+		md_domain_uncharge(dom, PAGE_ALIGN(arg->size));
 		kfree(r);
 		md_pool_put(pool);
 		return alloc_errno(ret);
 	}
+	/* The allocator rounds to whole pages too: the charge is exact. */
+	WARN_ON(r->alloc.size != PAGE_ALIGN(arg->size));
+	kref_get(&dom->ref);
+	r->dom = dom;
+	atomic_inc(&dom->nr_regions);
 
 	ret = xa_alloc(&mdev->mmap_ids, &r->mmap_id, r,
 		       XA_LIMIT(1, MD_MMAP_MAX_ID), GFP_KERNEL);

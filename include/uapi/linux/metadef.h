@@ -36,6 +36,8 @@
  * @domain_id: out: id of the caller's memory domain (one per open file)
  * @flags: in: must be zero
  * @backend: out: the pool's adapter ("sysram", ...), NUL-terminated
+ * @domain_quota: out: bytes the domain may hold (METADEF_QUOTA_UNLIMITED)
+ * @domain_used: out: bytes the domain holds
  * @reserved: in: must be zero; out: zero
  */
 struct metadef_info {
@@ -47,8 +49,12 @@ struct metadef_info {
 	__u32 domain_id;
 	__u32 flags;
 	char backend[16];
+	__u64 domain_quota;
+	__u64 domain_used;
 	__u64 reserved[4];
 };
+
+#define METADEF_QUOTA_UNLIMITED	(~(__u64)0)
 
 /* metadef_alloc.flags */
 #define METADEF_ALLOC_TOPDOWN	(1u << 0)	/* prefer high pool offsets */
@@ -66,7 +72,8 @@ struct metadef_info {
  * @reserved: in: must be zero; out: zero
  *
  * The memory is all zeroes. Fails with EINVAL (malformed), ENOMEM (no
- * space: nothing was allocated) or ENODEV (no pool).
+ * space), EDQUOT (the domain's quota would be exceeded) or ENODEV (no
+ * pool); nothing is allocated or charged then.
  */
 struct metadef_alloc {
 	__u64 size;
@@ -94,8 +101,26 @@ struct metadef_free {
 	__u64 reserved[2];
 };
 
+/**
+ * struct metadef_quota - METADEF_IOC_SET_QUOTA: limit a domain (CAP_SYS_ADMIN)
+ * @domain_id: in: the domain, 0 for the caller's own
+ * @flags: in: must be zero
+ * @quota: in: bytes, or METADEF_QUOTA_UNLIMITED
+ * @reserved: in: must be zero
+ *
+ * EPERM without CAP_SYS_ADMIN, ENOENT for a domain that is not open. A
+ * quota below current usage takes nothing away; new allocations fail.
+ */
+struct metadef_quota {
+	__u32 domain_id;
+	__u32 flags;
+	__u64 quota;
+	__u64 reserved[2];
+};
+
 #define METADEF_IOC_INFO	_IOWR(METADEF_IOC_MAGIC, 0x00, struct metadef_info)
 #define METADEF_IOC_ALLOC	_IOWR(METADEF_IOC_MAGIC, 0x01, struct metadef_alloc)
 #define METADEF_IOC_FREE	_IOW(METADEF_IOC_MAGIC, 0x02, struct metadef_free)
+#define METADEF_IOC_SET_QUOTA	_IOW(METADEF_IOC_MAGIC, 0x03, struct metadef_quota)
 
 #endif /* _UAPI_LINUX_METADEF_H */

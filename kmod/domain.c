@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Memory domains (tenants). A domain is one open file description of
+ * /dev/metadef; it is reference counted because its regions outlive the
+ * file when mappings still hold them, and they stay charged to it.
+ *
+ * Quota: every region is charged its allocated size when it is created
+ * and uncharged when its memory goes back to the pool (not when the
+ * handle is freed: a mapped region still holds memory). A charge that
+ * would exceed the quota fails with -EDQUOT before anything is allocated.
+ */
+#include <linux/capability.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+
+#include "metadef.h"
+
+struct md_domain *md_domain_create(struct md_device *mdev)
+{
+	struct md_domain *dom;
+	int ret;
+
+	dom = kzalloc(sizeof(*dom), GFP_KERNEL);
+	if (!dom)
+		return ERR_PTR(-ENOMEM);
+
+	kref_init(&dom->ref);
+	dom->dev = mdev;
+	dom->pid = task_tgid_nr(current);
+	get_task_comm(dom->comm, current);
+	dom->quota = mdev->default_quota;
+	atomic64_set(&dom->used, 0);
+	xa_init_flags(&dom->handles, XA_FLAGS_ALLOC1);
+
+	ret = xa_alloc_cyclic(&mdev->domains, &dom->id, dom, xa_limit_31b,
+			      &mdev->next_domain, GFP_KERNEL);
+	if (ret < 0) {
+		kfree(dom);
+		return ERR_PTR(ret);
+	}
+	return dom;
+}
+
+static void md_domain_release(struct kref *ref)
+{
+	struct md_domain *dom = container_of(ref, struct md_domain, ref);
+
+	WARN_ON(atomic64_read(&dom->used));
+	kfree(dom);
+}
+
+void md_domain_put(struct md_domain *dom)
+{
+	kref_put(&dom->ref, md_domain_release);
+}
+
+/* The file is closing: the id disappears, the handles are dropped. */
+void md_domain_close(struct md_domain *dom)
+{
+	xa_erase(&dom->dev->domains, dom->id);
+	md_region_release_domain(dom);
+	md_domain_put(dom);
+}
+
+int md_domain_charge(struct md_domain *dom, u64 bytes)
+{
+	s64 old = atomic64_read(&dom->used);
+	u64 new;
+
+	do {
+		new = (u64)old + bytes;
+		if (new < bytes || new > READ_ONCE(dom->quota))
+			return -EDQUOT;
+	} while (!atomic64_try_cmpxchg(&dom->used, &old, new));
+	return 0;
+}
+
+void md_domain_uncharge(struct md_domain *dom, u64 bytes)
+{
+	WARN_ON(atomic64_sub_return(bytes, &dom->used) < 0);
+}
+
+/**
+ * md_domain_set_quota() - METADEF_IOC_SET_QUOTA
+ * @dom: the caller's domain
+ * @id: the domain to change, 0 for the caller's own
+ * @quota: bytes; METADEF_QUOTA_UNLIMITED for no limit
+ *
+ * A quota below the current usage is allowed: nothing is taken away, new
+ * allocations fail until usage drops below it.
+ *
+ * Return: 0, -EPERM without CAP_SYS_ADMIN, -ENOENT for an unknown id.
+ */
+int md_domain_set_quota(struct md_domain *dom, u32 id, u64 quota)
+{
+	struct md_device *mdev = dom->dev;
+	struct md_domain *target;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (!id || id == dom->id) {
+		WRITE_ONCE(dom->quota, quota);
+		return 0;
+	}
+	xa_lock(&mdev->domains);
+	target = xa_load(&mdev->domains, id);
+	if (target)
+		WRITE_ONCE(target->quota, quota);
+	xa_unlock(&mdev->domains);
+	return target ? 0 : -ENOENT;
+}

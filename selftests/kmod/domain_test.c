@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kselftest: memory domains' quotas. ALLOC beyond the quota fails with
+ * EDQUOT and changes nothing; memory stays charged while mapped; only
+ * CAP_SYS_ADMIN sets quotas, for its own or another open domain.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/metadef.h>
+
+#include "kselftest_harness.h"
+
+#define DEV "/dev/metadef"
+
+static struct metadef_info info_of(int fd)
+{
+	struct metadef_info info;
+
+	memset(&info, 0, sizeof(info));
+	ioctl(fd, METADEF_IOC_INFO, &info);
+	return info;
+}
+
+static int set_quota(int fd, uint32_t id, uint64_t quota)
+{
+	struct metadef_quota q = { .domain_id = id, .quota = quota };
+
+	return ioctl(fd, METADEF_IOC_SET_QUOTA, &q) ? -errno : 0;
+}
+
+static int alloc(int fd, uint64_t size, struct metadef_alloc *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = size;
+	return ioctl(fd, METADEF_IOC_ALLOC, a) ? -errno : 0;
+}
+
+static int release(int fd, uint32_t handle)
+{
+	struct metadef_free f = { .handle = handle };
+
+	return ioctl(fd, METADEF_IOC_FREE, &f) ? -errno : 0;
+}
+
+FIXTURE(dom) {
+	int fd;
+	struct metadef_info info;
+};
+
+FIXTURE_SETUP(dom)
+{
+	self->fd = open(DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+	self->info = info_of(self->fd);
+}
+
+FIXTURE_TEARDOWN(dom)
+{
+	close(self->fd);
+}
+
+TEST_F(dom, default_is_unlimited_and_unused)
+{
+	EXPECT_EQ(METADEF_QUOTA_UNLIMITED, self->info.domain_quota);
+	EXPECT_EQ(0, self->info.domain_used);
+}
+
+TEST_F(dom, alloc_beyond_quota_edquot_nothing_changes)
+{
+	struct metadef_alloc a, b, refused;
+	struct metadef_info before, after;
+
+	ASSERT_EQ(0, set_quota(self->fd, 0, 1 << 20));
+	EXPECT_EQ(1 << 20, info_of(self->fd).domain_quota);
+
+	ASSERT_EQ(0, alloc(self->fd, 600 << 10, &a));
+	EXPECT_EQ(600 << 10, info_of(self->fd).domain_used);
+	before = info_of(self->fd);
+	EXPECT_EQ(-EDQUOT, alloc(self->fd, 600 << 10, &refused));
+	after = info_of(self->fd);
+	EXPECT_EQ(before.domain_used, after.domain_used);
+	EXPECT_EQ(before.pool_free, after.pool_free);
+	/* Exactly up to the quota still fits; one page more does not. */
+	EXPECT_EQ(-EDQUOT, alloc(self->fd, (424 << 10) + 4096, &refused));
+	ASSERT_EQ(0, alloc(self->fd, 424 << 10, &b));
+	EXPECT_EQ(1 << 20, info_of(self->fd).domain_used);
+	/* Sizes are charged as allocated: whole pages. */
+	EXPECT_EQ(-EDQUOT, alloc(self->fd, 1, &refused));
+	EXPECT_EQ(0, refused.handle);
+
+	EXPECT_EQ(0, release(self->fd, a.handle));
+	EXPECT_EQ(424 << 10, info_of(self->fd).domain_used);
+	EXPECT_EQ(0, release(self->fd, b.handle));
+	EXPECT_EQ(0, info_of(self->fd).domain_used);
+}
+
+TEST_F(dom, mapped_memory_stays_charged)
+{
+	struct metadef_alloc a;
+	void *p;
+
+	ASSERT_EQ(0, set_quota(self->fd, 0, 64 << 10));
+	ASSERT_EQ(0, alloc(self->fd, 64 << 10, &a));
+	p = mmap(NULL, 64 << 10, PROT_READ, MAP_SHARED, self->fd, a.mmap_offset);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(0, release(self->fd, a.handle));
+	/* The handle is gone but the mapping still holds the memory. */
+	EXPECT_EQ(64 << 10, info_of(self->fd).domain_used);
+	EXPECT_EQ(-EDQUOT, alloc(self->fd, 4096, &a));
+	ASSERT_EQ(0, munmap(p, 64 << 10));
+	EXPECT_EQ(0, info_of(self->fd).domain_used);
+	ASSERT_EQ(0, alloc(self->fd, 4096, &a));
+	EXPECT_EQ(0, release(self->fd, a.handle));
+}
+
+TEST_F(dom, quota_below_usage_takes_nothing_away)
+{
+	struct metadef_alloc a, b;
+
+	ASSERT_EQ(0, alloc(self->fd, 256 << 10, &a));
+	ASSERT_EQ(0, set_quota(self->fd, 0, 128 << 10));
+	EXPECT_EQ(256 << 10, info_of(self->fd).domain_used);
+	EXPECT_EQ(-EDQUOT, alloc(self->fd, 4096, &b));
+	EXPECT_EQ(0, release(self->fd, a.handle));
+	ASSERT_EQ(0, alloc(self->fd, 128 << 10, &b));
+	EXPECT_EQ(0, release(self->fd, b.handle));
+	ASSERT_EQ(0, set_quota(self->fd, 0, METADEF_QUOTA_UNLIMITED));
+	EXPECT_EQ(METADEF_QUOTA_UNLIMITED, info_of(self->fd).domain_quota);
+}
+
+TEST_F(dom, quota_of_another_domain_by_id)
+{
+	struct metadef_alloc a;
+	int other = open(DEV, O_RDWR);
+	uint32_t other_id;
+
+	ASSERT_LE(0, other);
+	other_id = info_of(other).domain_id;
+	ASSERT_EQ(0, set_quota(self->fd, other_id, 8192));
+	EXPECT_EQ(8192, info_of(other).domain_quota);
+	/* Only that domain is limited. */
+	EXPECT_EQ(METADEF_QUOTA_UNLIMITED, info_of(self->fd).domain_quota);
+	EXPECT_EQ(-EDQUOT, alloc(other, 3 * 4096, &a));
+	close(other);
+	/* A closed domain is gone. */
+	EXPECT_EQ(-ENOENT, set_quota(self->fd, other_id, 8192));
+	EXPECT_EQ(-ENOENT, set_quota(self->fd, 0x7fffffff, 8192));
+}
+
+TEST_F(dom, set_quota_rejects_bad_input)
+{
+	struct metadef_quota q = { .quota = 4096 };
+
+	q.flags = 1;
+	errno = 0;
+	EXPECT_EQ(-1, ioctl(self->fd, METADEF_IOC_SET_QUOTA, &q));
+	EXPECT_EQ(EINVAL, errno);
+	q.flags = 0;
+	q.reserved[0] = 1;
+	errno = 0;
+	EXPECT_EQ(-1, ioctl(self->fd, METADEF_IOC_SET_QUOTA, &q));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(METADEF_QUOTA_UNLIMITED, info_of(self->fd).domain_quota);
+}
+
+TEST_F(dom, set_quota_needs_cap_sys_admin)
+{
+	int status;
+	pid_t pid = fork();
+
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int fd;
+
+		/* Become nobody: no capabilities left. */
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(10);
+		fd = open(DEV, O_RDWR);
+		if (fd < 0)
+			_exit(11);
+		if (set_quota(fd, 0, 1 << 30) != -EPERM)
+			_exit(12);
+		/* An unprivileged domain still allocates under its quota. */
+		if (info_of(fd).domain_quota != METADEF_QUOTA_UNLIMITED)
+			_exit(13);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+TEST_HARNESS_MAIN
