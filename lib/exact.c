@@ -107,6 +107,10 @@ struct ex {
 	size_t tsize;
 	uint32_t *zs;			/* scratch: zero boundaries */
 	uint64_t *P;			/* scratch: per section */
+	uint64_t *bb;			/* lowest offset each buffer can get */
+	uint32_t *sbs, *sb;		/* buffers alive in each section, CSR */
+	uint32_t *mark, stamp;		/* sections seen by local_bound() */
+	int fresh;			/* a new group: check every section */
 
 	/* arenas (indices, they move) */
 	struct cand *ca;
@@ -132,7 +136,6 @@ struct ex {
 	int bstop;			/* the budget ran out */
 	int stop;			/* limit, cancel or no memory */
 	int nomem;
-	int stack_bound;
 	uint32_t *ranks;		/* norder rankings */
 	size_t norder, order;
 };
@@ -147,10 +150,10 @@ static inline uint64_t mix64(uint64_t z)
 	return z ^ (z >> 31);
 }
 
-static inline uint64_t fh(uint32_t s, uint64_t v)
+/* Hash of an unplaced buffer and its skyline: the state is their set. */
+static inline uint64_t hx(const struct ex *e, uint32_t x, uint64_t S)
 {
-	return mix64(((uint64_t)s << 40) ^ (v * 0x2545f4914f6cdd1dULL) ^
-		     0x5851f42d4c957f2dULL);
+	return mix64(e->zb[x] ^ (S * 0x2545f4914f6cdd1dULL));
 }
 
 static double elapsed(const struct ex *e)
@@ -328,13 +331,10 @@ static int place(struct ex *e, uint32_t x, uint64_t o, int *zero)
 	r->spos = (uint32_t)e->nss;
 	for (s = lo; s < hi; s++) {
 		e->fs[e->nf++] = e->f[s];
-		e->H ^= fh(s, e->f[s]);
 		if (o + e->R[s] > cap)
 			ok = 0;
 		e->R[s] -= sz;
 		e->f[s] = t;
-		if (e->R[s])
-			e->H ^= fh(s, t);
 	}
 	st_add(e, 1, 0, e->tsize, lo, hi, -(int64_t)sz);
 	*zero = 0;
@@ -348,12 +348,13 @@ static int place(struct ex *e, uint32_t x, uint64_t o, int *zero)
 			e->ss[e->nss].x = y;
 			e->ss[e->nss].s = e->bx[y].S;
 			e->nss++;
+			e->H ^= hx(e, y, e->bx[y].S) ^ hx(e, y, t);
 			e->bx[y].S = t;
 		}
 	}
 	e->placed[x] = 1;
 	e->off[x] = o;
-	e->H ^= e->zb[x];
+	e->H ^= hx(e, x, e->bx[x].S);
 	return ok;
 }
 
@@ -363,21 +364,20 @@ static void unplace(struct ex *e)
 	uint32_t x = r->x, lo = e->bx[x].lo, hi = e->bx[x].hi, s;
 	uint64_t sz = e->bx[x].sz;
 
-	e->H ^= e->zb[x];
+	e->H ^= hx(e, x, e->bx[x].S);
 	e->placed[x] = 0;
 	while (e->nss > r->spos) {
-		e->nss--;
-		e->bx[e->ss[e->nss].x].S = e->ss[e->nss].s;
+		struct sprev *v = &e->ss[--e->nss];
+
+		e->H ^= hx(e, v->x, e->bx[v->x].S) ^ hx(e, v->x, v->s);
+		e->bx[v->x].S = v->s;
 	}
 	for (s = lo; s + 1 < hi; s++)
 		e->cnt[s]++;
 	st_add(e, 1, 0, e->tsize, lo, hi, (int64_t)sz);
 	for (s = lo; s < hi; s++) {
-		if (e->R[s])
-			e->H ^= fh(s, e->f[s]);
 		e->R[s] += sz;
 		e->f[s] = e->fs[r->fpos + (s - lo)];
-		e->H ^= fh(s, e->f[s]);
 	}
 	e->nf = r->fpos;
 }
@@ -392,13 +392,52 @@ static void undo_to(struct ex *e, size_t nrec)
 
 static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr);
 
-static int cand_cmp_b(const void *pa, const void *pb)
+/* One section of local_bound(). */
+static int section_ok(struct ex *e, uint32_t s)
 {
-	const struct cand *a = pa, *b = pb;
+	uint64_t lim;
+	uint32_t k;
 
-	if (a->b != b->b)
-		return a->b < b->b ? -1 : 1;
-	return a->r < b->r ? -1 : a->r > b->r;
+	if (e->mark[s] == e->stamp)
+		return 1;
+	e->mark[s] = e->stamp;
+	if (!e->R[s])
+		return 1;
+	lim = e->cap - e->R[s];
+	for (k = e->sbs[s]; k < e->sbs[s + 1]; k++) {
+		uint32_t z = e->sb[k];
+
+		if (!e->placed[z] && e->bb[z] <= lim)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * section_bound() after a move, on the sections it can have changed: those
+ * of the buffer just placed and of the buffers whose skyline it raised.
+ * Elsewhere the parent's check and the m + max R check imply this one.
+ */
+static int local_bound(struct ex *e)
+{
+	const struct rec *r = &e->rec[e->nrec - 1];
+	uint32_t s, k;
+
+	if (!++e->stamp) {
+		memset(e->mark, 0, e->m * sizeof(*e->mark));
+		e->stamp = 1;
+	}
+	for (s = e->bx[r->x].lo; s < e->bx[r->x].hi; s++)
+		if (!section_ok(e, s))
+			return 0;
+	for (k = r->spos; k < e->nss; k++) {
+		uint32_t y = e->ss[k].x;
+
+		for (s = e->bx[y].lo; s < e->bx[y].hi; s++)
+			if (!section_ok(e, s))
+				return 0;
+	}
+	return 1;
 }
 
 /*
@@ -406,29 +445,11 @@ static int cand_cmp_b(const void *pa, const void *pb)
  * its own c(x), so the bytes R(s) go above max(floor(s), min c(x)).
  */
 static int section_bound(struct ex *e, const struct grp *g,
-			 struct cand *cv, uint32_t nu)
+			 const struct cand *cv, uint32_t nu)
 {
 	uint64_t *P = e->P, cap = e->cap;
 	uint32_t i, s;
 
-	if (e->stack_bound) {
-		qsort(cv, nu, sizeof(*cv), cand_cmp_b);
-		for (s = g->sa; s < g->sb; s++)
-			P[s] = e->f[s];
-		for (i = 0; i < nu; i++) {
-			uint32_t x = cv[i].x;
-			uint64_t c = cv[i].b, sz = e->bx[x].sz;
-
-			for (s = e->bx[x].lo; s < e->bx[x].hi; s++) {
-				uint64_t t = (P[s] > c ? P[s] : c) + sz;
-
-				if (t > cap)
-					return 0;
-				P[s] = t;
-			}
-		}
-		return 1;
-	}
 	for (s = g->sa; s < g->sb; s++)
 		P[s] = UINT64_MAX;
 	for (i = 0; i < nu; i++) {
@@ -548,16 +569,16 @@ static int solve_parts(struct ex *e, uint32_t ub, uint32_t nu, size_t nz,
 	for (k = 0; k <= nz && ret == 1; k++) {
 		struct grp *c = &cp[k];
 		uint64_t h = 0;
-		uint32_t s;
 
 		if (!c->nu)
 			continue;
-		for (i = 0; i < c->nu; i++)
-			h ^= e->zb[e->ua[c->ub + i]];
-		for (s = c->sa; s < c->sb; s++)
-			if (e->R[s])
-				h ^= fh(s, e->f[s]);
+		for (i = 0; i < c->nu; i++) {
+			uint32_t x = e->ua[c->ub + i];
+
+			h ^= hx(e, x, e->bx[x].S);
+		}
 		c->X = e->H ^ h;
+		e->fresh = 1;
 		ret = search(e, c, L, lr);
 	}
 	if (ret != 1)
@@ -577,7 +598,7 @@ out:
 static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr)
 {
 	uint64_t minc = UINT64_MAX, m = UINT64_MAX, key, cap = e->cap;
-	uint64_t e1 = UINT64_MAX;
+	uint64_t e1 = UINT64_MAX, rmax;
 	uint32_t nu = g->nu, i, ne = 0;
 	size_t cbase = e->ctop;
 	struct cand *cv;
@@ -615,6 +636,7 @@ static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr)
 			minc = c;
 		cv[i].c = c;
 		cv[i].b = b;
+		e->bb[x] = b;
 		cv[i].x = x;
 		cv[i].pos = i;
 		cv[i].r = e->bx[x].rank;
@@ -624,10 +646,16 @@ static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr)
 		if (end < e1)
 			e1 = end;
 	}
-	if ((int64_t)m + st_max(e, 1, 0, e->tsize, g->sa, g->sb) > (int64_t)cap)
+	rmax = (uint64_t)st_max(e, 1, 0, e->tsize, g->sa, g->sb);
+	if (m + rmax > cap)
 		return 0;
-	if (!section_bound(e, g, cv, nu))
+	if (e->fresh) {
+		e->fresh = 0;
+		if (!section_bound(e, g, cv, nu))
+			return 0;
+	} else if (!local_bound(e)) {
 		return 0;
+	}
 	key = e->H ^ g->X ^ e->capkey;
 	if (minc <= L)
 		key ^= mix64(L ^ ((uint64_t)lr << 40) ^ 0x632be59bd9b4e019ULL);
@@ -636,6 +664,7 @@ static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr)
 	/* eligible: at or above L, and below the lowest end of all */
 	for (i = 0; i < nu; i++)
 		if (cv[i].b == cv[i].c && cv[i].c < e1 &&
+		    cv[i].c + rmax <= cap &&
 		    (cv[i].c > L || cv[i].r > lr))
 			cv[ne++] = cv[i];
 	sort_cands(cv, ne);
@@ -708,6 +737,10 @@ static void ex_free(struct ex *e)
 	free(e->ad);
 	free(e->zs);
 	free(e->P);
+	free(e->bb);
+	free(e->sbs);
+	free(e->sb);
+	free(e->mark);
 	free(e->ca);
 	free(e->ua);
 	free(e->memo);
@@ -765,32 +798,13 @@ static int build_neighbours(struct ex *e)
  * any section of the buffer's lifetime, W its lifetime, A its area
  * (lifetime x size), Z its size; then input order.
  */
-static const char *const orders[] = { "TWA", "WAT", "TAW" };
+static const char *const orders[] = { "TWA", "ZWT", "TAW" };
 #define NORDER (sizeof(orders) / sizeof(orders[0]))
 
 static int build_ranks(struct ex *e, const struct md_problem *p)
 {
 	size_t n = e->n, i, k, no = NORDER;
 	struct md_kv *kv;
-	const char *ev = getenv("MDX_ORDERS");
-	char ob[NORDER][8];
-
-	for (k = 0; k < NORDER; k++)
-		strcpy(ob[k], orders[k]);
-	if (ev) {
-		no = 0;
-		while (*ev && no < NORDER) {
-			size_t l = strcspn(ev, ",");
-
-			if (l > 7)
-				l = 7;
-			memcpy(ob[no], ev, l);
-			ob[no++][l] = 0;
-			ev += l;
-			if (*ev == ',')
-				ev++;
-		}
-	}
 	e->norder = no;
 	e->ranks = malloc((no * n + 1) * sizeof(*e->ranks));
 	kv = malloc((n + 1) * sizeof(*kv));
@@ -799,7 +813,7 @@ static int build_ranks(struct ex *e, const struct md_problem *p)
 		return -ENOMEM;
 	}
 	for (k = 0; k < no; k++) {
-		const char *o = ob[k];
+		const char *o = orders[k];
 		int c;
 
 		for (i = 0; i < n; i++)
@@ -952,22 +966,39 @@ static int ex_init(struct ex *e, const struct md_problem *p,
 	e->rec = calloc(n + 1, sizeof(*e->rec));
 	e->zs = calloc(msz, sizeof(*e->zs));
 	e->P = calloc(msz, sizeof(*e->P));
+	e->mark = calloc(msz, sizeof(*e->mark));
+	e->sbs = calloc(msz + 1, sizeof(*e->sbs));
+	e->bb = calloc(n + 1, sizeof(*e->bb));
 	if (!e->live || !e->f || !e->R || !e->off || !e->cnt ||
-	    !e->placed || !e->rec || !e->zs || !e->P)
+	    !e->placed || !e->rec || !e->zs || !e->P || !e->mark ||
+	    !e->sbs || !e->bb)
 		goto out;
 	for (i = 0, k = 0; i < n; i++)
 		k += e->bx[i].hi - e->bx[i].lo;
 	e->fs = malloc((k + 1) * sizeof(*e->fs));
+	e->sb = malloc((k + 1) * sizeof(*e->sb));
 	e->nsss = e->nbs[n] + 1;
 	e->ss = malloc(e->nsss * sizeof(*e->ss));
-	if (!e->fs || !e->ss)
+	if (!e->fs || !e->ss || !e->sb)
 		goto out;
 	for (i = 0; i < n; i++) {
 		uint32_t s;
 
-		for (s = e->bx[i].lo; s < e->bx[i].hi; s++)
+		for (s = e->bx[i].lo; s < e->bx[i].hi; s++) {
 			e->live[s] += e->bx[i].sz;
+			e->sbs[s + 1]++;
+		}
 	}
+	for (i = 0; i < e->m; i++)
+		e->sbs[i + 1] += e->sbs[i];
+	memcpy(e->mark, e->sbs, e->m * sizeof(*e->mark));
+	for (i = 0; i < n; i++) {
+		uint32_t s;
+
+		for (s = e->bx[i].lo; s < e->bx[i].hi; s++)
+			e->sb[e->mark[s]++] = (uint32_t)i;
+	}
+	memset(e->mark, 0, e->m * sizeof(*e->mark));
 	e->tsize = 1;
 	while (e->tsize < e->m)
 		e->tsize <<= 1;
@@ -990,7 +1021,6 @@ static int ex_init(struct ex *e, const struct md_problem *p,
 	if (!e->memo)
 		goto out;
 	e->memo_mask = k - 1;
-	e->stack_bound = getenv("MDX_STACK") != NULL;
 	ret = 0;
 out:
 	free(kv);
@@ -1019,15 +1049,13 @@ static void ex_reset(struct ex *e, uint64_t cap)
 	e->H = 0;
 	for (s = 0; s < e->m; s++) {
 		e->R[s] = e->live[s];
-		if (e->R[s]) {
-			e->H ^= fh((uint32_t)s, 0);
+		if (e->R[s])
 			st_add(e, 1, 0, e->tsize, s, s + 1, (int64_t)e->R[s]);
-		}
 	}
 	for (i = 0; i < e->n; i++) {
 		uint32_t b;
 
-		e->H ^= e->zb[i];
+		e->H ^= hx(e, (uint32_t)i, 0);
 		for (b = e->bx[i].lo; b + 1 < e->bx[i].hi; b++)
 			e->cnt[b]++;
 	}
@@ -1068,8 +1096,10 @@ static int ex_run(struct ex *e, uint64_t cap)
 	ret = 0;
 	if (nz)
 		ret = solve_parts(e, 0, g.nu, nz, 0, 0, &parts);
-	if (parts < 2)
+	if (parts < 2) {
+		e->fresh = 1;
 		ret = search(e, &g, 0, 0);
+	}
 	return ret;
 }
 
