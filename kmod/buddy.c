@@ -25,19 +25,6 @@
 #define BPL		BITS_PER_LONG
 #define NO_BLOCK	U64_MAX
 
-/*
- * Block descriptors used to come from a slab cache; the bitmaps need none.
- * Kept so that module init and exit need not know.
- */
-int md_buddy_cache_init(void)
-{
-	return 0;
-}
-
-void md_buddy_cache_exit(void)
-{
-}
-
 static inline u64 bsize(const struct md_buddy *mm, unsigned int order)
 {
 	return md_buddy_block_size(mm, order);

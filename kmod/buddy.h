@@ -132,7 +132,5 @@ u64 md_buddy_largest(const struct md_buddy *mm);
 int md_buddy_check(const struct md_buddy *mm);
 void md_buddy_show(const struct md_buddy *mm, struct seq_file *m);
 
-int md_buddy_cache_init(void);
-void md_buddy_cache_exit(void);
 
 #endif /* _METADEF_BUDDY_H */

@@ -232,12 +232,9 @@ static int __init md_init(void)
 {
 	int ret;
 
-	ret = md_buddy_cache_init();
-	if (ret)
-		return ret;
 	ret = md_inode_init();
 	if (ret)
-		goto err_cache;
+		return ret;
 	ret = md_pool_setup();
 	if (ret)
 		goto err_inode;
@@ -267,8 +264,6 @@ err_debugfs:
 	md_pool_teardown();
 err_inode:
 	md_inode_exit();
-err_cache:
-	md_buddy_cache_exit();
 	return ret;
 }
 
@@ -282,7 +277,6 @@ static void __exit md_exit(void)
 	WARN_ON(md_dev.pool);
 	md_inode_exit();
 	xa_destroy(&md_dev.domains);
-	md_buddy_cache_exit();
 }
 
 module_init(md_init);

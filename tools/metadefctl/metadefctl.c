@@ -20,7 +20,8 @@ static void usage(FILE *f)
 		"usage: %s [--device PATH] [--json] COMMAND\n"
 		"\n"
 		"commands:\n"
-		"  info        ABI version, page size, pool size and this caller's domain\n"
+		"  info        ABI version, page size, the pool (backend, size, free,\n"
+		"              largest free block), and a new domain's id, quota and usage\n"
 		"\n"
 		"options:\n"
 		"  -d, --device PATH   device node (default %s)\n"
@@ -28,6 +29,23 @@ static void usage(FILE *f)
 		"  -V, --version       print the version and exit\n"
 		"  -h, --help          this text\n",
 		prog, MD_DEFAULT_DEVICE);
+}
+
+/* A JSON string literal: quotes, backslashes and control bytes escaped. */
+static void json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = *s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
 }
 
 static int open_device(const char *path)
@@ -45,7 +63,7 @@ static int open_device(const char *path)
 static int cmd_info(const char *path, int json)
 {
 	struct metadef_info info;
-	char pool[32];
+	char pool[32], avail[32], quota[32], used[32];
 	int fd, ret;
 
 	fd = open_device(path);
@@ -59,22 +77,40 @@ static int cmd_info(const char *path, int json)
 		return 1;
 	}
 
+	info.backend[sizeof(info.backend) - 1] = 0;
 	if (json) {
-		printf("{\"device\": \"%s\", \"abi_version\": %u, "
-		       "\"page_size\": %u, \"pool_size\": %" PRIu64 ", "
-		       "\"domain_id\": %u}\n",
-		       path ? path : MD_DEFAULT_DEVICE, info.abi_version,
-		       info.page_size, (uint64_t)info.pool_size,
-		       info.domain_id);
+		printf("{\"device\": ");
+		json_string(path ? path : MD_DEFAULT_DEVICE);
+		printf(", \"abi_version\": %u, \"page_size\": %u, "
+		       "\"backend\": ", info.abi_version, info.page_size);
+		json_string(info.backend);
+		printf(", \"pool_size\": %" PRIu64 ", \"pool_free\": %" PRIu64
+		       ", \"pool_largest_free\": %" PRIu64 ", \"domain_id\": %u"
+		       ", \"domain_quota\": ",
+		       (uint64_t)info.pool_size, (uint64_t)info.pool_free,
+		       (uint64_t)info.pool_largest, info.domain_id);
+		if (info.domain_quota == METADEF_QUOTA_UNLIMITED)
+			printf("null");
+		else
+			printf("%" PRIu64, (uint64_t)info.domain_quota);
+		printf(", \"domain_used\": %" PRIu64 "}\n",
+		       (uint64_t)info.domain_used);
 		return 0;
 	}
 	printf("metadef on %s\n", path ? path : MD_DEFAULT_DEVICE);
 	printf("  abi version  %u\n", info.abi_version);
 	printf("  page size    %u\n", info.page_size);
-	printf("  pool size    %s (%" PRIu64 " bytes)\n",
-	       md_format_size(info.pool_size, pool, sizeof(pool)),
-	       (uint64_t)info.pool_size);
-	printf("  domain       %u (this open file)\n", info.domain_id);
+	printf("  pool         %s, %s: %s free, largest free block %s\n",
+	       info.backend, md_format_size(info.pool_size, pool, sizeof(pool)),
+	       md_format_size(info.pool_free, avail, sizeof(avail)),
+	       md_format_size(info.pool_largest, used, sizeof(used)));
+	if (info.domain_quota == METADEF_QUOTA_UNLIMITED)
+		snprintf(quota, sizeof(quota), "no quota");
+	else
+		md_format_size(info.domain_quota, quota, sizeof(quota));
+	printf("  domain       %u (this open file): %s used, %s\n",
+	       info.domain_id,
+	       md_format_size(info.domain_used, used, sizeof(used)), quota);
 	return 0;
 }
 

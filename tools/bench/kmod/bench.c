@@ -951,17 +951,10 @@ static const struct file_operations results_fops = {
 
 static int __init bench_init(void)
 {
-	int ret;
-
-	ret = md_buddy_cache_init();
-	if (ret)
-		return ret;
 	out_cap = SZ_64K;
 	out_buf = kzalloc(out_cap, GFP_KERNEL);
-	if (!out_buf) {
-		md_buddy_cache_exit();
+	if (!out_buf)
 		return -ENOMEM;
-	}
 	bench_dir = debugfs_create_dir("md_buddy_bench", NULL);
 	debugfs_create_file("run", 0200, bench_dir, NULL, &run_fops);
 	debugfs_create_file("results", 0400, bench_dir, NULL, &results_fops);
@@ -977,7 +970,6 @@ static void __exit bench_exit(void)
 {
 	debugfs_remove_recursive(bench_dir);
 	kfree(out_buf);
-	md_buddy_cache_exit();
 }
 
 module_init(bench_init);
