@@ -1109,12 +1109,14 @@ static int ex_run(struct ex *e, uint64_t cap)
  * restart skips what was refuted before). When lb < cap, every run is
  * paired with one at capacity lb: a tighter capacity prunes much harder,
  * and a plan within lb is a plan within cap (dropped once lb is refuted).
+ * With @maxnodes (0: none) it gives up after about that many nodes.
  * Return: 1 found (e->off), 0 proven infeasible, -1 stopped (limit,
- * cancel or out of memory).
+ * cancel or out of memory), -2 @maxnodes spent.
  */
-static int ex_solve(struct ex *e, uint64_t cap, uint64_t lb)
+static int ex_solve(struct ex *e, uint64_t cap, uint64_t lb,
+		    uint64_t maxnodes)
 {
-	uint64_t budget = 4 * (uint64_t)e->n + 64;
+	uint64_t budget = 4 * (uint64_t)e->n + 64, end = e->nodes + maxnodes;
 	size_t k, i;
 	int ret, try_lb = lb < cap;
 
@@ -1137,6 +1139,8 @@ static int ex_solve(struct ex *e, uint64_t cap, uint64_t lb)
 					return 0;
 				if (!ret)
 					try_lb = 0;
+				if (maxnodes && e->nodes >= end)
+					return -2;
 			}
 		}
 		budget *= 2;
@@ -1226,7 +1230,8 @@ MD_API int md_exact_solve(const struct md_problem *p,
 	struct timespec t0;
 	struct ex e;
 	uint64_t *best = NULL, lb, ub;
-	int ret, r, have_search = 0, first = 1;
+	int ret, r, have_search = 0;
+	uint64_t budget;
 
 	memset(res, 0, sizeof(*res));
 	if (!opts) {
@@ -1288,7 +1293,7 @@ MD_API int md_exact_solve(const struct md_problem *p,
 	e.proven_lb = lb;
 
 	if (!opts->minimize) {
-		r = ex_solve(&e, opts->capacity, lb);
+		r = ex_solve(&e, opts->capacity, lb, 0);
 		if (e.nomem) {
 			ret = -ENOMEM;
 			goto out;
@@ -1309,30 +1314,42 @@ MD_API int md_exact_solve(const struct md_problem *p,
 	}
 
 	/*
-	 * Minimize: first the lower bound itself (often feasible), then
-	 * bisect between the proven bound and the best peak found.
+	 * Minimize: rounds with a node budget that doubles when a round
+	 * settles nothing. Each round tries the proven bound itself (often
+	 * feasible), then the middle between it and the best peak; a plan
+	 * found lowers the best peak, a proof raises the bound.
 	 */
+	budget = 8 * (uint64_t)e.n + 4096;
 	while (lb < ub) {
-		uint64_t cap = first ? lb : lb + (ub - lb) / 2;
+		uint64_t caps[2] = { lb, lb + (ub - lb) / 2 };
+		int k, settled = 0;
 
-		e.best_peak = ub;
-		e.proven_lb = lb;
-		r = ex_solve(&e, cap, cap);
-		if (e.nomem) {
-			ret = -ENOMEM;
-			goto out;
+		for (k = 0; k < 2 && !settled; k++) {
+			if (k && caps[1] <= caps[0])
+				break;
+			e.best_peak = ub;
+			e.proven_lb = lb;
+			r = ex_solve(&e, caps[k], caps[k], budget);
+			if (e.nomem) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			if (r == -1)
+				goto limit;
+			if (r == 1) {
+				export(&e, p, best);
+				res->heuristic = 0;
+				ub = md_plan_peak(p, best);
+				settled = 1;
+			} else if (!r) {
+				lb = caps[k] + 1;
+				settled = 1;
+			}
 		}
-		if (r < 0)
-			break;
-		if (r == 1) {
-			export(&e, p, best);
-			res->heuristic = 0;
-			ub = md_plan_peak(p, best);
-		} else {
-			lb = cap + 1;
-		}
-		first = 0;
+		if (!settled)
+			budget *= 2;
 	}
+limit:
 	if (lb >= ub) {
 		lb = ub;
 		res->status = MD_EXACT_OPTIMAL;
