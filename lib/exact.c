@@ -46,6 +46,7 @@
 
 #define NONE		UINT32_MAX
 #define CHECK_EVERY	1023u		/* nodes between clock checks */
+#define MAX_CANDS	(4u << 20)	/* candidate stack entries (128 MiB) */
 
 struct cand {
 	uint64_t c;			/* lowest offset on the skyline */
@@ -474,10 +475,19 @@ static int cand_less(const struct cand *a, const struct cand *b)
 	return a->c < b->c || (a->c == b->c && a->r < b->r);
 }
 
+static int cand_cmp(const void *a, const void *b)
+{
+	return cand_less(a, b) ? -1 : cand_less(b, a);
+}
+
 static void sort_cands(struct cand *v, size_t n)
 {
 	size_t i, j;
 
+	if (n > 24) {
+		qsort(v, n, sizeof(*v), cand_cmp);
+		return;
+	}
 	for (i = 1; i < n; i++) {
 		struct cand t = v[i];
 
@@ -606,12 +616,17 @@ static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr)
 
 	if (!nu)
 		return 1;
-	if (!(++e->nodes & CHECK_EVERY) && check_limits(e))
+	/* big groups make slow nodes: look at the clock more often */
+	if ((!(++e->nodes & CHECK_EVERY) || nu > 4096) && check_limits(e))
 		return -1;
 	if (e->stop)
 		return -1;
 	if (e->nodes >= e->budget_end) {
 		e->bstop = 1;
+		return -1;
+	}
+	if (cbase + nu > MAX_CANDS) {
+		e->stop = 1;	/* a limit, like the clock: not an error */
 		return -1;
 	}
 	if (grow((void **)&e->ca, &e->ccap, cbase + nu, sizeof(*e->ca))) {
@@ -748,48 +763,68 @@ static void ex_free(struct ex *e)
 }
 
 /* Neighbour pairs above this make the exact search pointless. */
-#define MAX_PAIRS	(64u << 20)
+#define MAX_PAIRS	(8u << 20)
 
+/*
+ * Time neighbours by a sweep in start order: O(n log n + pairs). Two
+ * buffers overlap in time iff their section spans intersect.
+ */
 static int build_neighbours(struct ex *e)
 {
-	size_t n = e->n, i, j, pairs = 0, k;
+	size_t n = e->n, a, b, pairs = 0, k, pass;
+	struct md_kv *kv;
 	uint32_t *deg;
 
-	/* Two buffers overlap in time iff their section spans intersect. */
+	kv = malloc((n + 1) * sizeof(*kv));
 	deg = calloc(n + 1, sizeof(*deg));
 	e->nbs = calloc(n + 1, sizeof(*e->nbs));
-	if (!deg || !e->nbs) {
-		free(deg);
-		return -ENOMEM;
-	}
-	for (i = 0; i < n; i++)
-		for (j = i + 1; j < n; j++)
-			if (e->bx[i].lo < e->bx[j].hi && e->bx[j].lo < e->bx[i].hi) {
-				deg[i]++;
-				deg[j]++;
-				if (++pairs > MAX_PAIRS) {
-					free(deg);
-					return -E2BIG;
+	if (!kv || !deg || !e->nbs)
+		goto nomem;
+	for (a = 0; a < n; a++)
+		kv[a] = (struct md_kv){ e->bx[a].lo, (uint32_t)a };
+	if (md_sort_kv(kv, n))
+		goto nomem;
+	for (pass = 0; pass < 2; pass++) {
+		for (a = 0; a < n; a++) {
+			uint32_t i = kv[a].idx;
+
+			for (b = a + 1; b < n; b++) {
+				uint32_t j = kv[b].idx;
+
+				if (e->bx[j].lo >= e->bx[i].hi)
+					break;
+				if (!pass) {
+					deg[i]++;
+					deg[j]++;
+					if (++pairs > MAX_PAIRS) {
+						free(kv);
+						free(deg);
+						return -E2BIG;
+					}
+					continue;
 				}
-			}
-	for (i = 0; i < n; i++)
-		e->nbs[i + 1] = e->nbs[i] + deg[i];
-	e->nb = malloc((2 * pairs + 1) * sizeof(*e->nb));
-	if (!e->nb) {
-		free(deg);
-		return -ENOMEM;
-	}
-	memset(deg, 0, n * sizeof(*deg));
-	for (i = 0; i < n; i++)
-		for (j = i + 1; j < n; j++)
-			if (e->bx[i].lo < e->bx[j].hi && e->bx[j].lo < e->bx[i].hi) {
 				k = e->nbs[i] + deg[i]++;
-				e->nb[k] = (uint32_t)j;
+				e->nb[k] = j;
 				k = e->nbs[j] + deg[j]++;
-				e->nb[k] = (uint32_t)i;
+				e->nb[k] = i;
 			}
+		}
+		if (pass)
+			break;
+		for (a = 0; a < n; a++)
+			e->nbs[a + 1] = e->nbs[a] + deg[a];
+		e->nb = malloc((2 * pairs + 1) * sizeof(*e->nb));
+		if (!e->nb)
+			goto nomem;
+		memset(deg, 0, n * sizeof(*deg));
+	}
+	free(kv);
 	free(deg);
 	return 0;
+nomem:
+	free(kv);
+	free(deg);
+	return -ENOMEM;
 }
 
 /*
@@ -918,37 +953,50 @@ static int ex_init(struct ex *e, const struct md_problem *p,
 	if (!e->obs)
 		goto out;
 	if (nfix) {
+		uint32_t *fx = malloc(nfix * sizeof(*fx)), nf = 0;
+
+		if (!fx)
+			goto out;
+		for (k = 0; k < p->n; k++)
+			if ((p->bufs[k].flags & MD_BUF_FIXED) && p->bufs[k].size)
+				fx[nf++] = (uint32_t)k;
 		for (i = 0; i < n; i++) {
 			const struct md_buffer *b = &p->bufs[e->orig[i]];
 
-			for (k = 0; k < p->n; k++) {
-				const struct md_buffer *c = &p->bufs[k];
+			for (k = 0; k < nf; k++) {
+				const struct md_buffer *c = &p->bufs[fx[k]];
 
-				if ((c->flags & MD_BUF_FIXED) && c->size &&
-				    c->lower < b->upper && b->lower < c->upper)
+				if (c->lower < b->upper && b->lower < c->upper)
 					nob++;
 			}
 			e->obs[i + 1] = (uint32_t)nob;
 			e->bx[i].nob = (uint32_t)(nob - e->obs[i]);
+			if (nob > MAX_PAIRS) {
+				free(fx);
+				ret = -E2BIG;
+				goto out;
+			}
 		}
 		e->ob = malloc((2 * nob + 1) * sizeof(*e->ob));
-		if (!e->ob)
+		if (!e->ob) {
+			free(fx);
 			goto out;
+		}
 		nob = 0;
 		for (i = 0; i < n; i++) {
 			const struct md_buffer *b = &p->bufs[e->orig[i]];
 
-			for (k = 0; k < p->n; k++) {
-				const struct md_buffer *c = &p->bufs[k];
+			for (k = 0; k < nf; k++) {
+				const struct md_buffer *c = &p->bufs[fx[k]];
 
-				if ((c->flags & MD_BUF_FIXED) && c->size &&
-				    c->lower < b->upper && b->lower < c->upper) {
+				if (c->lower < b->upper && b->lower < c->upper) {
 					e->ob[2 * nob] = c->offset;
 					e->ob[2 * nob + 1] = c->offset + c->size;
 					nob++;
 				}
 			}
 		}
+		free(fx);
 	}
 
 	ret = build_neighbours(e);
@@ -975,6 +1023,10 @@ static int ex_init(struct ex *e, const struct md_problem *p,
 		goto out;
 	for (i = 0, k = 0; i < n; i++)
 		k += e->bx[i].hi - e->bx[i].lo;
+	if (k > 8 * (size_t)MAX_PAIRS) {
+		ret = -E2BIG;	/* too long-lived to search */
+		goto out;
+	}
 	e->fs = malloc((k + 1) * sizeof(*e->fs));
 	e->sb = malloc((k + 1) * sizeof(*e->sb));
 	e->nsss = e->nbs[n] + 1;
