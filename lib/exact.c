@@ -47,6 +47,7 @@
 #define NONE		UINT32_MAX
 #define CHECK_EVERY	1023u		/* nodes between clock checks */
 #define MAX_CANDS	(4u << 20)	/* candidate stack entries (128 MiB) */
+#define MAX_DEPTH	8192u		/* recursion: ~3.5 MiB of stack */
 
 struct cand {
 	uint64_t c;			/* lowest offset on the skyline */
@@ -112,6 +113,7 @@ struct ex {
 	uint32_t *sbs, *sb;		/* buffers alive in each section, CSR */
 	uint32_t *mark, stamp;		/* sections seen by local_bound() */
 	int fresh;			/* a new group: check every section */
+	uint32_t depth;			/* of the recursion */
 
 	/* arenas (indices, they move) */
 	struct cand *ca;
@@ -625,7 +627,7 @@ static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr)
 		e->bstop = 1;
 		return -1;
 	}
-	if (cbase + nu > MAX_CANDS) {
+	if (cbase + nu > MAX_CANDS || e->depth >= MAX_DEPTH) {
 		e->stop = 1;	/* a limit, like the clock: not an error */
 		return -1;
 	}
@@ -698,6 +700,7 @@ static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr)
 		if (ok) {
 			int parts = 0;
 
+			e->depth++;
 			if (zero && g->nu) {
 				uint32_t s, nz = 0;
 
@@ -709,6 +712,7 @@ static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr)
 			}
 			if (parts < 2)
 				ret = search(e, g, cd.c, cd.r);
+			e->depth--;
 		}
 		if (ret == 1)
 			return 1;
@@ -1097,6 +1101,7 @@ static void ex_reset(struct ex *e, uint64_t cap)
 	memset(e->mx, 0, 2 * e->tsize * sizeof(*e->mx));
 	memset(e->ad, 0, 2 * e->tsize * sizeof(*e->ad));
 	e->nrec = e->nf = e->nss = 0;
+	e->depth = 0;
 	e->ctop = e->utop = 0;
 	e->H = 0;
 	for (s = 0; s < e->m; s++) {
@@ -1327,6 +1332,7 @@ MD_API int md_exact_solve(const struct md_problem *p,
 	}
 
 	ret = ex_init(&e, p, opts->memo_mib);
+	e.t0 = t0;	/* the clock runs from the call, heuristics included */
 	if (ret == -E2BIG) {
 		/* too big to search: the heuristic is the answer */
 		res->status = MD_EXACT_LIMIT;
@@ -1336,7 +1342,6 @@ MD_API int md_exact_solve(const struct md_problem *p,
 	if (ret)
 		goto out;
 	have_search = 1;
-	e.t0 = t0;	/* the clock runs from the call, heuristics included */
 	e.deadline = opts->time_limit;
 	e.cancel = opts->cancel;
 	e.progress = opts->progress;
