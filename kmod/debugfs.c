@@ -5,6 +5,7 @@
  */
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
+#include <linux/slab.h>
 
 #include "metadef.h"
 #include "pool.h"
@@ -15,18 +16,20 @@ static int domains_show(struct seq_file *m, void *unused)
 	struct md_domain *dom;
 	unsigned long id;
 
-	seq_puts(m, "id\tpid\tcomm\tquota\tused\tregions\n");
+	seq_puts(m, "id\tpid\tcomm\tcolor\tquota\tused\tregions\tfaults\n");
 	xa_lock(&mdev->domains);
 	xa_for_each(&mdev->domains, id, dom) {
 		u64 quota = READ_ONCE(dom->quota);
 
-		seq_printf(m, "%u\t%d\t%s\t", dom->id, dom->pid, dom->comm);
+		seq_printf(m, "%u\t%d\t%s\t%u\t", dom->id, dom->pid, dom->comm,
+			   dom->color);
 		if (quota == METADEF_QUOTA_UNLIMITED)
 			seq_puts(m, "unlimited");
 		else
 			seq_printf(m, "%llu", quota);
-		seq_printf(m, "\t%lld\t%d\n", (s64)atomic64_read(&dom->used),
-			   atomic_read(&dom->nr_regions));
+		seq_printf(m, "\t%lld\t%d\t%d\n", (s64)atomic64_read(&dom->used),
+			   atomic_read(&dom->nr_regions),
+			   atomic_read(&dom->nr_faults));
 	}
 	xa_unlock(&mdev->domains);
 	return 0;
@@ -94,6 +97,36 @@ static int regions_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(regions);
 
+/* The copy engine's last faults, oldest first. */
+static int faults_show(struct seq_file *m, void *unused)
+{
+	struct md_device *mdev = m->private;
+	struct md_fault_entry *log;
+	u64 n, first, i;
+
+	log = kmalloc_array(MD_FAULT_LOG, sizeof(*log), GFP_KERNEL);
+	if (!log)
+		return -ENOMEM;
+	spin_lock(&mdev->fault_lock);
+	memcpy(log, mdev->faults, sizeof(mdev->faults));
+	n = mdev->nr_faults;
+	spin_unlock(&mdev->fault_lock);
+
+	seq_printf(m, "# %llu faults in all, the last %u kept\n", n, MD_FAULT_LOG);
+	seq_puts(m, "time_ns\tdomain\tva\taccess\treason\n");
+	first = n > MD_FAULT_LOG ? n - MD_FAULT_LOG : 0;
+	for (i = first; i < n; i++) {
+		struct md_fault_entry *f = &log[i % MD_FAULT_LOG];
+
+		seq_printf(m, "%llu\t%u\t%#llx\t%s\t%s\n", f->time_ns, f->domain,
+			   f->va, f->access & MD_MMU_WRITE ? "write" : "read",
+			   md_mmu_fault_name(f->reason));
+	}
+	kfree(log);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(faults);
+
 void md_debugfs_init(struct md_device *mdev)
 {
 	/* debugfs failures are not fatal: the device works without it. */
@@ -105,6 +138,7 @@ void md_debugfs_init(struct md_device *mdev)
 	debugfs_create_file("buddy", 0400, mdev->debugfs, mdev, &buddy_fops);
 	debugfs_create_file("regions", 0400, mdev->debugfs, mdev,
 			    &regions_fops);
+	debugfs_create_file("faults", 0400, mdev->debugfs, mdev, &faults_fops);
 }
 
 void md_debugfs_exit(struct md_device *mdev)

@@ -31,14 +31,29 @@ struct md_domain *md_domain_create(struct md_device *mdev)
 	dom->quota = mdev->default_quota;
 	atomic64_set(&dom->used, 0);
 	xa_init_flags(&dom->handles, XA_FLAGS_ALLOC1);
+	atomic_set(&dom->nr_faults, 0);
+
+	ret = ida_alloc_range(&mdev->colors, 1, U16_MAX, GFP_KERNEL);
+	if (ret < 0)
+		goto err_free;
+	dom->color = ret;
+	ret = md_mmu_init(&dom->mmu, dom->color);
+	if (ret)
+		goto err_color;
 
 	ret = xa_alloc_cyclic(&mdev->domains, &dom->id, dom, xa_limit_31b,
 			      &mdev->next_domain, GFP_KERNEL);
-	if (ret < 0) {
-		kfree(dom);
-		return ERR_PTR(ret);
-	}
+	if (ret < 0)
+		goto err_mmu;
 	return dom;
+
+err_mmu:
+	md_mmu_fini(&dom->mmu);
+err_color:
+	ida_free(&mdev->colors, dom->color);
+err_free:
+	kfree(dom);
+	return ERR_PTR(ret);
 }
 
 static void md_domain_release(struct kref *ref)
@@ -46,6 +61,9 @@ static void md_domain_release(struct kref *ref)
 	struct md_domain *dom = container_of(ref, struct md_domain, ref);
 
 	WARN_ON(atomic64_read(&dom->used));
+	WARN_ON(dom->mmu.nr_leaves);
+	md_mmu_fini(&dom->mmu);
+	ida_free(&dom->dev->colors, dom->color);
 	kfree(dom);
 }
 

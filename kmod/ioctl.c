@@ -93,6 +93,7 @@ static int md_ioctl_alloc(struct md_domain *dom, void *data)
 	arg->dev_addr = 0;
 	arg->mmap_offset = 0;
 	arg->alloc_size = 0;
+	arg->dev_va = 0;
 	return md_region_create(dom, arg);
 }
 
@@ -122,6 +123,11 @@ static int md_ioctl_set_quota(struct md_domain *dom, void *data)
 	return md_domain_set_quota(dom, arg->domain_id, arg->quota);
 }
 
+static int md_ioctl_copy(struct md_domain *dom, void *data)
+{
+	return md_copy(dom, data);
+}
+
 static const struct md_ioctl_desc md_ioctls[] = {
 	{
 		.cmd = METADEF_IOC_INFO,
@@ -146,6 +152,12 @@ static const struct md_ioctl_desc md_ioctls[] = {
 		.name = "SET_QUOTA",
 		.min_size = sizeof(struct metadef_quota),
 		.handler = md_ioctl_set_quota,
+	},
+	{
+		.cmd = METADEF_IOC_COPY,
+		.name = "COPY",
+		.min_size = sizeof(struct metadef_copy),
+		.handler = md_ioctl_copy,
 	},
 };
 
@@ -195,6 +207,7 @@ long md_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	BUILD_BUG_ON(sizeof(struct metadef_alloc) > MD_IOCTL_MAX_SIZE);
 	BUILD_BUG_ON(sizeof(struct metadef_free) > MD_IOCTL_MAX_SIZE);
 	BUILD_BUG_ON(sizeof(struct metadef_quota) > MD_IOCTL_MAX_SIZE);
+	BUILD_BUG_ON(sizeof(struct metadef_copy) > MD_IOCTL_MAX_SIZE);
 
 	memset(buf, 0, ksize);
 	if (_IOC_DIR(cmd) & _IOC_WRITE) {

@@ -27,6 +27,8 @@ static struct md_device md_dev = {
 	.mmap_ids = XARRAY_INIT(md_dev.mmap_ids, XA_FLAGS_ALLOC1),
 	.pool_size = SZ_64M,
 	.default_quota = METADEF_QUOTA_UNLIMITED,
+	.colors = IDA_INIT(md_dev.colors),
+	.fault_lock = __SPIN_LOCK_UNLOCKED(md_dev.fault_lock),
 };
 
 static char *backend = "sysram";
@@ -277,6 +279,7 @@ static void __exit md_exit(void)
 	WARN_ON(md_dev.pool);
 	md_inode_exit();
 	xa_destroy(&md_dev.domains);
+	ida_destroy(&md_dev.colors);
 }
 
 module_init(md_init);

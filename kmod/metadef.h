@@ -12,6 +12,7 @@
 #include <linux/xarray.h>
 
 #include "buddy.h"
+#include "mmu.h"
 
 #include <uapi/linux/metadef.h>
 
@@ -30,6 +31,20 @@ struct inode;
 struct md_pool;
 struct platform_device;
 struct vfsmount;
+
+/* Device VAs: a region's is this base plus its pool offset, in every table. */
+#define MD_DEV_VA_BASE		(1ULL << 40)
+
+/* The last faults of the copy engine, for debugfs "faults". */
+#define MD_FAULT_LOG		64
+
+struct md_fault_entry {
+	u64 time_ns;
+	u64 va;
+	u32 domain;
+	u8 access;
+	u8 reason;
+};
 
 /*
  * mmap offsets: region id << MD_MMAP_SHIFT, so each region owns a 1 TiB
@@ -52,6 +67,10 @@ struct vfsmount;
  * @debugfs: /sys/kernel/debug/metadef/
  * @pool_size: bytes of device-visible memory to manage (module parameter)
  * @default_quota: quota of a new domain (module parameter)
+ * @colors: color tags in use by open domains
+ * @fault_lock: guards the fault log
+ * @faults: the last MD_FAULT_LOG copy-engine faults, a ring
+ * @nr_faults: faults ever recorded (the ring's head)
  */
 struct md_device {
 	struct miscdevice misc;
@@ -65,6 +84,10 @@ struct md_device {
 	struct dentry *debugfs;
 	u64 pool_size;
 	u64 default_quota;
+	struct ida colors;
+	spinlock_t fault_lock;
+	struct md_fault_entry faults[MD_FAULT_LOG];
+	u64 nr_faults;
 };
 
 /**
@@ -78,6 +101,9 @@ struct md_device {
  * @quota: bytes it may hold at once (METADEF_QUOTA_UNLIMITED: no limit)
  * @used: bytes charged to it: its regions whose memory is not back yet
  * @nr_regions: how many those are
+ * @color: its color tag, unique among open domains
+ * @mmu: its device page table
+ * @nr_faults: copy-engine faults it caused
  */
 struct md_domain {
 	struct kref ref;
@@ -89,6 +115,9 @@ struct md_domain {
 	u64 quota;
 	atomic64_t used;
 	atomic_t nr_regions;
+	u16 color;
+	struct md_mmu mmu;
+	atomic_t nr_faults;
 };
 
 /**
@@ -100,6 +129,8 @@ struct md_domain {
  * @size: bytes asked for
  * @mmap_id: index in @mdev->mmap_ids; the mmap offset derives from it
  * @dom: the domain it is charged to (holds a reference)
+ * @dev_va: where the device sees it through its owner's table
+ * @va_mapped: it is in the owner's table (from ALLOC until the handle goes)
  * @owner: id of the domain that allocated it
  * @handle: its handle in @owner, 0 once freed (for debugfs)
  * @pid: thread group that allocated it
@@ -113,6 +144,8 @@ struct md_region {
 	u64 size;
 	u32 mmap_id;
 	struct md_domain *dom;
+	u64 dev_va;
+	bool va_mapped;
 	u32 owner;
 	u32 handle;
 	pid_t pid;
@@ -135,6 +168,11 @@ struct md_region *md_region_lookup_mmap(struct md_domain *dom,
 					unsigned long pgoff);
 u64 md_region_mmap_offset(const struct md_region *r);
 void md_region_put(struct md_region *r);
+
+/* copy.c */
+int md_copy(struct md_domain *dom, struct metadef_copy *arg);
+void md_fault_record(struct md_domain *dom, u64 va, unsigned int access,
+		     enum md_mmu_fault reason);
 
 /* mmap.c */
 int md_mmap(struct file *file, struct vm_area_struct *vma);

@@ -24,6 +24,8 @@ struct seq_file;
  * @pfn: CPU page frame of the page holding pool byte @offset (for mmap)
  * @dev_addr: address at which the device sees pool byte @offset
  * @scrub: zero [@offset, @offset + @size); may sleep
+ * @copy: copy @len bytes from pool offset @src to @dst; neither range
+ *        crosses a page boundary
  * @pgprot: page protection for user mappings of the pool
  * @show: extra lines for debugfs "pool"
  * @release: give the memory back; called once, when the last reference
@@ -33,6 +35,7 @@ struct md_pool_ops {
 	unsigned long (*pfn)(struct md_pool *pool, u64 offset);
 	u64 (*dev_addr)(struct md_pool *pool, u64 offset);
 	void (*scrub)(struct md_pool *pool, u64 offset, u64 size);
+	void (*copy)(struct md_pool *pool, u64 dst, u64 src, u64 len);
 	pgprot_t (*pgprot)(struct md_pool *pool, pgprot_t prot);
 	void (*show)(struct md_pool *pool, struct seq_file *m);
 	void (*release)(struct md_pool *pool);

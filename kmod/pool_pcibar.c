@@ -63,6 +63,23 @@ static void pcibar_scrub(struct md_pool *pool, u64 offset, u64 size)
 	}
 }
 
+/* BAR to BAR, through a bounce buffer on the stack (≤ a page, in pieces). */
+static void pcibar_copy(struct md_pool *pool, u64 dst, u64 src, u64 len)
+{
+	struct md_pcibar *b = to_pcibar(pool);
+	u8 buf[256];
+
+	while (len) {
+		u64 n = min_t(u64, len, sizeof(buf));
+
+		memcpy_fromio(buf, b->vaddr + src, n);
+		memcpy_toio(b->vaddr + dst, buf, n);
+		src += n;
+		dst += n;
+		len -= n;
+	}
+}
+
 static pgprot_t pcibar_pgprot(struct md_pool *pool, pgprot_t prot)
 {
 	return pgprot_writecombine(prot);
@@ -92,6 +109,7 @@ static const struct md_pool_ops pcibar_ops = {
 	.pfn = pcibar_pfn,
 	.dev_addr = pcibar_dev_addr,
 	.scrub = pcibar_scrub,
+	.copy = pcibar_copy,
 	.pgprot = pcibar_pgprot,
 	.show = pcibar_show,
 	.release = pcibar_release,

@@ -90,6 +90,21 @@ static void sysram_scrub(struct md_pool *pool, u64 offset, u64 size)
 	}
 }
 
+static void *sysram_kaddr(struct md_sysram *s, u64 offset)
+{
+	u64 within;
+	struct sysram_chunk *c = chunk_of(s, offset, &within);
+
+	return page_address(c->page) + within;
+}
+
+static void sysram_copy(struct md_pool *pool, u64 dst, u64 src, u64 len)
+{
+	struct md_sysram *s = to_sysram(pool);
+
+	memcpy(sysram_kaddr(s, dst), sysram_kaddr(s, src), len);
+}
+
 static pgprot_t sysram_pgprot(struct md_pool *pool, pgprot_t prot)
 {
 	return prot;	/* ordinary cached RAM */
@@ -137,6 +152,7 @@ static const struct md_pool_ops sysram_ops = {
 	.pfn = sysram_pfn,
 	.dev_addr = sysram_dev_addr,
 	.scrub = sysram_scrub,
+	.copy = sysram_copy,
 	.pgprot = sysram_pgprot,
 	.show = sysram_show,
 	.release = sysram_release,

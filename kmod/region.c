@@ -35,6 +35,15 @@ void md_region_put(struct md_region *r)
 	kref_put(&r->ref, md_region_release);
 }
 
+/* The owner's handle is going: so is the device's view of the region. */
+static void region_unmap_device(struct md_region *r)
+{
+	if (r->va_mapped) {
+		md_mmu_unmap(&r->dom->mmu, r->dev_va, r->alloc.size);
+		r->va_mapped = false;
+	}
+}
+
 /* Translate the buddy's "no space" into the ioctl's "no memory". */
 static int alloc_errno(int ret)
 {
@@ -101,6 +110,14 @@ int md_region_create(struct md_domain *dom, struct metadef_alloc *arg)
 	r->dom = dom;
 	atomic_inc(&dom->nr_regions);
 
+	/* The owner's device page table maps it, read-write, in its color. */
+	r->dev_va = MD_DEV_VA_BASE + r->alloc.offset;
+	ret = md_mmu_map(&dom->mmu, r->dev_va, r->alloc.offset, r->alloc.size,
+			 MD_MMU_READ | MD_MMU_WRITE, dom->color);
+	if (ret)
+		goto err_put;
+	r->va_mapped = true;
+
 	ret = xa_alloc(&mdev->mmap_ids, &r->mmap_id, r,
 		       XA_LIMIT(1, MD_MMAP_MAX_ID), GFP_KERNEL);
 	if (ret)
@@ -109,6 +126,7 @@ int md_region_create(struct md_domain *dom, struct metadef_alloc *arg)
 	arg->dev_addr = pool->ops->dev_addr(pool, r->alloc.offset);
 	arg->mmap_offset = md_region_mmap_offset(r);
 	arg->alloc_size = r->alloc.size;
+	arg->dev_va = r->dev_va;
 	/* Reserve the handle, record it, then publish the region under it. */
 	ret = xa_alloc(&dom->handles, &arg->handle, NULL, xa_limit_31b,
 		       GFP_KERNEL);
@@ -119,6 +137,7 @@ int md_region_create(struct md_domain *dom, struct metadef_alloc *arg)
 	return 0;
 
 err_put:
+	region_unmap_device(r);
 	md_region_put(r);
 	return ret == -EBUSY ? -ENOMEM : ret;
 }
@@ -131,6 +150,7 @@ int md_region_free_handle(struct md_domain *dom, u32 handle)
 	if (!r)
 		return -ENOENT;
 	WRITE_ONCE(r->handle, 0);
+	region_unmap_device(r);
 	md_region_put(r);
 	return 0;
 }
@@ -144,6 +164,7 @@ void md_region_release_domain(struct md_domain *dom)
 	xa_for_each(&dom->handles, h, r) {
 		xa_erase(&dom->handles, h);
 		WRITE_ONCE(r->handle, 0);
+		region_unmap_device(r);
 		md_region_put(r);
 	}
 	xa_destroy(&dom->handles);

@@ -67,11 +67,15 @@ static void info_check_reserved(struct kunit *test)
 
 static void info_fill(struct kunit *test)
 {
-	struct md_device mdev = { .pool_size = SZ_16M };	/* no pool yet */
-	struct md_domain dom = { .dev = &mdev, .id = 42 };
+	/* A device with no pool yet; too big for the stack. */
+	struct md_device *mdev = kunit_kzalloc(test, sizeof(*mdev), GFP_KERNEL);
+	struct md_domain dom = { .id = 42 };
 	struct metadef_info info;
 
-	mutex_init(&mdev.pool_lock);
+	KUNIT_ASSERT_NOT_NULL(test, mdev);
+	mdev->pool_size = SZ_16M;
+	mutex_init(&mdev->pool_lock);
+	dom.dev = mdev;
 	memset(&info, 0xa5, sizeof(info));
 	md_info_fill(&dom, &info);
 	KUNIT_EXPECT_EQ(test, info.abi_version, METADEF_ABI_VERSION);

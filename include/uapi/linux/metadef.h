@@ -69,6 +69,8 @@ struct metadef_info {
  * @dev_addr: out: where the device sees the region
  * @mmap_offset: out: pass to mmap(2) (MAP_SHARED) to map it
  * @alloc_size: out: bytes actually allocated
+ * @dev_va: out: its device virtual address in the caller's domain (what
+ *          METADEF_IOC_COPY and the device's MMU take)
  * @reserved: in: must be zero; out: zero
  *
  * The memory is all zeroes. Fails with EINVAL (malformed), ENOMEM (no
@@ -83,6 +85,7 @@ struct metadef_alloc {
 	__u64 dev_addr;
 	__u64 mmap_offset;
 	__u64 alloc_size;
+	__u64 dev_va;
 	__u64 reserved[2];
 };
 
@@ -118,9 +121,34 @@ struct metadef_quota {
 	__u64 reserved[2];
 };
 
+/**
+ * struct metadef_copy - METADEF_IOC_COPY: the copy engine (the device's DMA)
+ * @src_va: in: device VA to read from, in the caller's domain
+ * @dst_va: in: device VA to write to, in the caller's domain
+ * @size: in: bytes, > 0
+ * @flags: in: must be zero
+ * @pad: in: must be zero
+ * @reserved: in: must be zero
+ *
+ * Every page is translated through the caller's device page table before
+ * a byte moves: an unmapped page, a missing permission or a page of the
+ * wrong color fails the whole copy with EFAULT, nothing copied, and the
+ * fault is logged (debugfs "faults"). Overlapping ranges: undefined data,
+ * like memcpy.
+ */
+struct metadef_copy {
+	__u64 src_va;
+	__u64 dst_va;
+	__u64 size;
+	__u32 flags;
+	__u32 pad;
+	__u64 reserved[2];
+};
+
 #define METADEF_IOC_INFO	_IOWR(METADEF_IOC_MAGIC, 0x00, struct metadef_info)
 #define METADEF_IOC_ALLOC	_IOWR(METADEF_IOC_MAGIC, 0x01, struct metadef_alloc)
 #define METADEF_IOC_FREE	_IOW(METADEF_IOC_MAGIC, 0x02, struct metadef_free)
 #define METADEF_IOC_SET_QUOTA	_IOW(METADEF_IOC_MAGIC, 0x03, struct metadef_quota)
+#define METADEF_IOC_COPY	_IOW(METADEF_IOC_MAGIC, 0x04, struct metadef_copy)
 
 #endif /* _UAPI_LINUX_METADEF_H */

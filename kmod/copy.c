@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The copy engine: METADEF_IOC_COPY, standing in for an accelerator's DMA.
+ * It sees memory only through the caller's device page table: every page
+ * of both ranges is translated first, under the table's read lock, and a
+ * single fault fails the whole copy before a byte moves. The lock is held
+ * until the copy is done, so no page can be unmapped, freed and handed to
+ * another tenant in between.
+ */
+#include <linux/ktime.h>
+#include <linux/mm.h>
+#include <linux/spinlock.h>
+
+#include "metadef.h"
+#include "pool.h"
+
+void md_fault_record(struct md_domain *dom, u64 va, unsigned int access,
+		     enum md_mmu_fault reason)
+{
+	struct md_device *mdev = dom->dev;
+	struct md_fault_entry *f;
+
+	atomic_inc(&dom->nr_faults);
+	spin_lock(&mdev->fault_lock);
+	f = &mdev->faults[mdev->nr_faults++ % MD_FAULT_LOG];
+	f->time_ns = ktime_get_ns();
+	f->va = va;
+	f->domain = dom->id;
+	f->access = access;
+	f->reason = reason;
+	spin_unlock(&mdev->fault_lock);
+}
+
+/* Every page [va, va + size) touches must translate for @access. */
+static int check_range(struct md_domain *dom, u64 va, u64 size,
+		       unsigned int access)
+{
+	u64 page = va & PAGE_MASK, end = va + size, off;
+
+	for (; page < end; page += PAGE_SIZE) {
+		u64 at = max(page, va);
+		enum md_mmu_fault f = md_mmu_translate(&dom->mmu, at, access, &off);
+
+		if (f) {
+			md_fault_record(dom, at, access, f);
+			return -EFAULT;
+		}
+	}
+	return 0;
+}
+
+int md_copy(struct md_domain *dom, struct metadef_copy *arg)
+{
+	struct md_pool *pool;
+	u64 done = 0;
+	int ret;
+
+	if (arg->flags || arg->pad || arg->reserved[0] || arg->reserved[1] ||
+	    !arg->size)
+		return -EINVAL;
+	if (arg->src_va + arg->size < arg->src_va ||
+	    arg->dst_va + arg->size < arg->dst_va)
+		return -EINVAL;
+
+	pool = md_pool_current(dom->dev);
+	if (!pool)
+		return -ENODEV;
+
+	down_read(&dom->mmu.lock);
+	ret = check_range(dom, arg->src_va, arg->size, MD_MMU_READ);
+	if (!ret)
+		ret = check_range(dom, arg->dst_va, arg->size, MD_MMU_WRITE);
+	while (!ret && done < arg->size) {
+		u64 s = arg->src_va + done, d = arg->dst_va + done, so, dof, n;
+
+		/* Checked above, and nothing can change under the lock. */
+		if (WARN_ON(md_mmu_translate(&dom->mmu, s, MD_MMU_READ, &so) ||
+			    md_mmu_translate(&dom->mmu, d, MD_MMU_WRITE, &dof))) {
+			ret = -EFAULT;
+			break;
+		}
+		n = min3(arg->size - done, PAGE_SIZE - (s & ~PAGE_MASK),
+			 PAGE_SIZE - (d & ~PAGE_MASK));
+		pool->ops->copy(pool, dof, so, n);
+		done += n;
+		if (!(done & (SZ_1M - 1)))
+			cond_resched();
+	}
+	up_read(&dom->mmu.lock);
+	md_pool_put(pool);
+	return ret;
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The soft-MMU: one device page table per memory domain, mapping device
+ * virtual addresses to pool pages with permissions and a color tag. The
+ * copy engine (the COPY ioctl, standing in for an NPU's DMA) translates
+ * every page it touches through the caller's table.
+ *
+ * The table format and its walk live only in mmu.c, so a driver for real
+ * hardware can program the same layout into an IOMMU or NPU MMU:
+ *
+ *  - 48-bit device VAs, 4 KiB pages, four levels of 512 64-bit entries
+ *    (9 + 9 + 9 + 9 + 12 bits), each table one zeroed page;
+ *  - a table entry: bit 0 valid, bits 12..51 the physical address of the
+ *    next-level table;
+ *  - a leaf entry: bit 0 valid, bit 1 read, bit 2 write, bits 12..47 the
+ *    pool page number, bits 48..63 the color of the domain it belongs to.
+ *    A walk checks valid, then permission, then color: a page of another
+ *    color in a domain's table (a bug, or corruption) is never usable.
+ */
+#ifndef _METADEF_MMU_H
+#define _METADEF_MMU_H
+
+#include <linux/rwsem.h>
+#include <linux/types.h>
+
+#define MD_MMU_VA_BITS		48
+#define MD_MMU_READ		(1u << 1)
+#define MD_MMU_WRITE		(1u << 2)
+#define MD_MMU_PERMS		(MD_MMU_READ | MD_MMU_WRITE)
+
+/* Why a translation failed (positive codes, for the fault log). */
+enum md_mmu_fault {
+	MD_MMU_OK = 0,
+	MD_MMU_UNMAPPED,
+	MD_MMU_PERM,
+	MD_MMU_COLOR,
+};
+
+/**
+ * struct md_mmu - one domain's device page table
+ * @lock: writers map and unmap; readers translate and must keep holding it
+ *        while they use what they translated
+ * @root: the top-level table
+ * @color: tag of this table's own pages
+ * @nr_tables: table pages allocated, the root included
+ * @nr_leaves: valid leaf entries
+ */
+struct md_mmu {
+	struct rw_semaphore lock;
+	u64 *root;
+	u16 color;
+	unsigned long nr_tables;
+	unsigned long nr_leaves;
+};
+
+int md_mmu_init(struct md_mmu *mmu, u16 color);
+void md_mmu_fini(struct md_mmu *mmu);
+int md_mmu_map(struct md_mmu *mmu, u64 va, u64 pool_off, u64 size,
+	       unsigned int perm, u16 color);
+void md_mmu_unmap(struct md_mmu *mmu, u64 va, u64 size);
+enum md_mmu_fault md_mmu_translate(struct md_mmu *mmu, u64 va,
+				   unsigned int access, u64 *pool_off);
+int md_mmu_check(struct md_mmu *mmu);
+const char *md_mmu_fault_name(enum md_mmu_fault f);
+
+#endif /* _METADEF_MMU_H */
