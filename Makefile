@@ -134,6 +134,7 @@ $(B)/selftests/lib/%: selftests/lib/%.c $(KSFT_HDR) $(LIB_A)
 
 # The CLI test runs the tool: build it with the host tests.
 $(B)/selftests/lib/plan_cli_test: $(B)/bin/metadef-plan
+$(B)/selftests/lib/exact_cli_test: $(B)/bin/metadef-plan
 
 # ---------------------------------------------------------------- tests
 
