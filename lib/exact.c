@@ -110,6 +110,7 @@ struct ex {
 	uint32_t *zs;			/* scratch: zero boundaries */
 	uint64_t *P;			/* scratch: per section */
 	uint64_t *bb;			/* lowest offset each buffer can get */
+	uint32_t *twin;			/* identical buffer placed first, or NONE */
 	uint32_t *sbs, *sb;		/* buffers alive in each section, CSR */
 	uint32_t *mark, stamp;		/* sections seen by local_bound() */
 	int fresh;			/* a new group: check every section */
@@ -682,6 +683,7 @@ static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr)
 	for (i = 0; i < nu; i++)
 		if (cv[i].b == cv[i].c && cv[i].c < e1 &&
 		    cv[i].c + rmax <= cap &&
+		    (e->twin[cv[i].x] == NONE || e->placed[e->twin[cv[i].x]]) &&
 		    (cv[i].c > L || cv[i].r > lr))
 			cv[ne++] = cv[i];
 	sort_cands(cv, ne);
@@ -757,6 +759,7 @@ static void ex_free(struct ex *e)
 	free(e->zs);
 	free(e->P);
 	free(e->bb);
+	free(e->twin);
 	free(e->sbs);
 	free(e->sb);
 	free(e->mark);
@@ -829,6 +832,50 @@ nomem:
 	free(kv);
 	free(deg);
 	return -ENOMEM;
+}
+
+/*
+ * Identical buffers (same lifetime, size, alignment) are interchangeable:
+ * each one waits for its identical predecessor in input order, so the
+ * search never tries both ways round.
+ */
+static int find_twins(struct ex *e, const struct md_problem *p)
+{
+	struct md_kv *kv;
+	size_t n = e->n, i, pass;
+
+	kv = malloc((n + 1) * sizeof(*kv));
+	if (!kv)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		kv[i] = (struct md_kv){ 0, (uint32_t)i };
+	/* stable passes: equal buffers end up adjacent, in input order */
+	for (pass = 0; pass < 4; pass++) {
+		for (i = 0; i < n; i++) {
+			const struct md_buffer *b = &p->bufs[e->orig[kv[i].idx]];
+
+			kv[i].key = pass == 0 ? b->align : pass == 1 ? b->size :
+				    pass == 2 ? b->upper : b->lower;
+		}
+		if (md_sort_kv(kv, n)) {
+			free(kv);
+			return -ENOMEM;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		const struct md_buffer *a, *b;
+
+		e->twin[kv[i].idx] = NONE;
+		if (!i)
+			continue;
+		a = &p->bufs[e->orig[kv[i - 1].idx]];
+		b = &p->bufs[e->orig[kv[i].idx]];
+		if (a->lower == b->lower && a->upper == b->upper &&
+		    a->size == b->size && a->align == b->align)
+			e->twin[kv[i].idx] = kv[i - 1].idx;
+	}
+	free(kv);
+	return 0;
 }
 
 /*
@@ -1021,9 +1068,10 @@ static int ex_init(struct ex *e, const struct md_problem *p,
 	e->mark = calloc(msz, sizeof(*e->mark));
 	e->sbs = calloc(msz + 1, sizeof(*e->sbs));
 	e->bb = calloc(n + 1, sizeof(*e->bb));
+	e->twin = malloc((n + 1) * sizeof(*e->twin));
 	if (!e->live || !e->f || !e->R || !e->off || !e->cnt ||
 	    !e->placed || !e->rec || !e->zs || !e->P || !e->mark ||
-	    !e->sbs || !e->bb)
+	    !e->sbs || !e->bb || !e->twin)
 		goto out;
 	for (i = 0, k = 0; i < n; i++)
 		k += e->bx[i].hi - e->bx[i].lo;
@@ -1063,6 +1111,9 @@ static int ex_init(struct ex *e, const struct md_problem *p,
 	if (!e->mx || !e->ad)
 		goto out;
 
+	ret = find_twins(e, p);
+	if (ret)
+		goto out;
 	ret = build_ranks(e, p);
 	if (ret)
 		goto out;
