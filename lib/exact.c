@@ -111,6 +111,7 @@ struct ex {
 	uint64_t *P;			/* scratch: per section */
 	uint64_t *bb;			/* lowest offset each buffer can get */
 	uint32_t *twin;			/* identical buffer placed first, or NONE */
+	uint64_t *stk;			/* scratch of section_ok() */
 	uint32_t *sbs, *sb;		/* buffers alive in each section, CSR */
 	uint32_t *mark, stamp;		/* sections seen by local_bound() */
 	int fresh;			/* a new group: check every section */
@@ -396,10 +397,14 @@ static void undo_to(struct ex *e, size_t nrec)
 
 static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr);
 
-/* One section of local_bound(). */
+/*
+ * One section of local_bound(): the buffers alive in s, each at or above
+ * its lowest place, stacked in that order must fit under the capacity
+ * (the best order for stacking with release offsets).
+ */
 static int section_ok(struct ex *e, uint32_t s)
 {
-	uint64_t lim;
+	uint64_t b1 = UINT64_MAX, b2 = UINT64_MAX, s1 = 0, t;
 	uint32_t k;
 
 	if (e->mark[s] == e->stamp)
@@ -407,14 +412,31 @@ static int section_ok(struct ex *e, uint32_t s)
 	e->mark[s] = e->stamp;
 	if (!e->R[s])
 		return 1;
-	lim = e->cap - e->R[s];
+	/* the two lowest places; the lowest buffer's size */
 	for (k = e->sbs[s]; k < e->sbs[s + 1]; k++) {
 		uint32_t z = e->sb[k];
+		uint64_t b;
 
-		if (!e->placed[z] && e->bb[z] <= lim)
-			return 1;
+		if (e->placed[z])
+			continue;
+		b = e->bb[z];
+		if (b < b1) {
+			b2 = b1;
+			b1 = b;
+			s1 = e->bx[z].sz;
+		} else if (b < b2) {
+			b2 = b;
+		}
 	}
-	return 0;
+	t = (b1 > e->f[s] ? b1 : e->f[s]);
+	if (t + e->R[s] > e->cap)
+		return 0;
+	if (b2 == UINT64_MAX)
+		return 1;
+	t += s1;
+	if (b2 > t)
+		t = b2;
+	return t + e->R[s] - s1 <= e->cap;
 }
 
 /*
@@ -760,6 +782,7 @@ static void ex_free(struct ex *e)
 	free(e->P);
 	free(e->bb);
 	free(e->twin);
+	free(e->stk);
 	free(e->sbs);
 	free(e->sb);
 	free(e->mark);
@@ -1069,9 +1092,10 @@ static int ex_init(struct ex *e, const struct md_problem *p,
 	e->sbs = calloc(msz + 1, sizeof(*e->sbs));
 	e->bb = calloc(n + 1, sizeof(*e->bb));
 	e->twin = malloc((n + 1) * sizeof(*e->twin));
+	e->stk = malloc((2 * n + 2) * sizeof(*e->stk));
 	if (!e->live || !e->f || !e->R || !e->off || !e->cnt ||
 	    !e->placed || !e->rec || !e->zs || !e->P || !e->mark ||
-	    !e->sbs || !e->bb || !e->twin)
+	    !e->sbs || !e->bb || !e->twin || !e->stk)
 		goto out;
 	for (i = 0, k = 0; i < n; i++)
 		k += e->bx[i].hi - e->bx[i].lo;
