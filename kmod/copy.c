@@ -55,8 +55,8 @@ int md_copy(struct md_domain *dom, struct metadef_copy *arg)
 	u64 done = 0;
 	int ret;
 
-	if (arg->flags || arg->pad || arg->reserved[0] || arg->reserved[1] ||
-	    !arg->size)
+	/* Flags, padding and reserved fields: checked by the dispatcher. */
+	if (!arg->size)
 		return -EINVAL;
 	if (arg->src_va + arg->size < arg->src_va ||
 	    arg->dst_va + arg->size < arg->dst_va)

@@ -11,6 +11,7 @@
  */
 #include <linux/fs.h>
 #include <linux/mm.h>
+#include <linux/string.h>
 #include <linux/uaccess.h>
 
 #include "metadef.h"
@@ -19,15 +20,14 @@
 /* Largest argument of any command: the dispatcher's on-stack buffer. */
 #define MD_IOCTL_MAX_SIZE 256
 
+/* Reserved fields must be zero: they are how structs grow later. */
+#define reserved_clear(arg) \
+	(!memchr_inv((arg)->reserved, 0, sizeof((arg)->reserved)))
+
 int md_info_check(const struct metadef_info *info)
 {
-	size_t i;
-
-	if (info->flags)
+	if (info->flags || !reserved_clear(info))
 		return -EINVAL;
-	for (i = 0; i < ARRAY_SIZE(info->reserved); i++)
-		if (info->reserved[i])
-			return -EINVAL;
 	return 0;
 }
 MD_EXPORT_FOR_TESTS(md_info_check);
@@ -67,15 +67,11 @@ static int md_ioctl_info(struct md_domain *dom, void *arg)
 
 int md_alloc_check(const struct metadef_alloc *arg)
 {
-	size_t i;
-
-	if (!arg->size || (arg->flags & ~METADEF_ALLOC_FLAGS))
+	if (!arg->size || (arg->flags & ~METADEF_ALLOC_FLAGS) ||
+	    !reserved_clear(arg))
 		return -EINVAL;
 	if (arg->align && !is_power_of_2(arg->align))
 		return -EINVAL;
-	for (i = 0; i < ARRAY_SIZE(arg->reserved); i++)
-		if (arg->reserved[i])
-			return -EINVAL;
 	return 0;
 }
 MD_EXPORT_FOR_TESTS(md_alloc_check);
@@ -100,32 +96,28 @@ static int md_ioctl_alloc(struct md_domain *dom, void *data)
 static int md_ioctl_free(struct md_domain *dom, void *data)
 {
 	struct metadef_free *arg = data;
-	size_t i;
 
-	if (arg->flags)
+	if (arg->flags || !reserved_clear(arg))
 		return -EINVAL;
-	for (i = 0; i < ARRAY_SIZE(arg->reserved); i++)
-		if (arg->reserved[i])
-			return -EINVAL;
 	return md_region_free_handle(dom, arg->handle);
 }
 
 static int md_ioctl_set_quota(struct md_domain *dom, void *data)
 {
 	struct metadef_quota *arg = data;
-	size_t i;
 
-	if (arg->flags)
+	if (arg->flags || !reserved_clear(arg))
 		return -EINVAL;
-	for (i = 0; i < ARRAY_SIZE(arg->reserved); i++)
-		if (arg->reserved[i])
-			return -EINVAL;
 	return md_domain_set_quota(dom, arg->domain_id, arg->quota);
 }
 
 static int md_ioctl_copy(struct md_domain *dom, void *data)
 {
-	return md_copy(dom, data);
+	struct metadef_copy *arg = data;
+
+	if (arg->flags || arg->pad || !reserved_clear(arg))
+		return -EINVAL;
+	return md_copy(dom, arg);
 }
 
 static const struct md_ioctl_desc md_ioctls[] = {
