@@ -5,7 +5,10 @@
  * of both ranges is translated first, under the table's read lock, and a
  * single fault fails the whole copy before a byte moves. The lock is held
  * until the copy is done, so no page can be unmapped, freed and handed to
- * another tenant in between.
+ * another tenant in between; the pool's gone_sem is held too, so a PCI
+ * device cannot go away under it.
+ *
+ * Lock order: pool->gone_sem, then mmu->lock.
  */
 #include <linux/ktime.h>
 #include <linux/mm.h>
@@ -52,6 +55,7 @@ static int check_range(struct md_domain *dom, u64 va, u64 size,
 int md_copy(struct md_domain *dom, struct metadef_copy *arg)
 {
 	struct md_pool *pool;
+	unsigned long pieces = 0;
 	u64 done = 0;
 	int ret;
 
@@ -62,10 +66,18 @@ int md_copy(struct md_domain *dom, struct metadef_copy *arg)
 	    arg->dst_va + arg->size < arg->dst_va)
 		return -EINVAL;
 
-	pool = md_pool_current(dom->dev);
-	if (!pool)
+	/* The pool the domain's table points into, not whichever is current. */
+	pool = READ_ONCE(dom->pool);
+	if (!pool) {
+		/* Nothing was ever mapped: the first page faults. */
+		md_fault_record(dom, arg->src_va, MD_MMU_READ, MD_MMU_UNMAPPED);
+		return -EFAULT;
+	}
+	down_read(&pool->gone_sem);
+	if (pool->gone) {
+		up_read(&pool->gone_sem);
 		return -ENODEV;
-
+	}
 	down_read(&dom->mmu.lock);
 	ret = check_range(dom, arg->src_va, arg->size, MD_MMU_READ);
 	if (!ret)
@@ -83,10 +95,10 @@ int md_copy(struct md_domain *dom, struct metadef_copy *arg)
 			 PAGE_SIZE - (d & ~PAGE_MASK));
 		pool->ops->copy(pool, dof, so, n);
 		done += n;
-		if (!(done & (SZ_1M - 1)))
+		if (!(++pieces & 255))
 			cond_resched();
 	}
 	up_read(&dom->mmu.lock);
-	md_pool_put(pool);
+	up_read(&pool->gone_sem);
 	return ret;
 }

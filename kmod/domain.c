@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Memory domains (tenants). A domain is one open file description of
- * /dev/metadef; it is reference counted because its regions outlive the
- * file when mappings still hold them, and they stay charged to it.
+ * /dev/metadef; each region charged to it holds a reference, so the
+ * domain is freed after the last of them however they are released.
  *
  * Quota: every region is charged its allocated size when it is created
  * and uncharged when its memory goes back to the pool (not when the
@@ -14,6 +14,7 @@
 #include <linux/slab.h>
 
 #include "metadef.h"
+#include "pool.h"
 
 struct md_domain *md_domain_create(struct md_device *mdev)
 {
@@ -62,6 +63,7 @@ static void md_domain_release(struct kref *ref)
 
 	WARN_ON(atomic64_read(&dom->used));
 	WARN_ON(dom->mmu.nr_leaves);
+	md_pool_put(dom->pool);
 	md_mmu_fini(&dom->mmu);
 	ida_free(&dom->dev->colors, dom->color);
 	kfree(dom);
@@ -78,6 +80,21 @@ void md_domain_close(struct md_domain *dom)
 	xa_erase(&dom->dev->domains, dom->id);
 	md_region_release_domain(dom);
 	md_domain_put(dom);
+}
+
+/*
+ * Tie @dom to @pool on its first allocation (taking a pool reference);
+ * -ENODEV when it is tied to another pool already.
+ */
+int md_domain_bind_pool(struct md_domain *dom, struct md_pool *pool)
+{
+	if (READ_ONCE(dom->pool) == pool)
+		return 0;
+	md_pool_get(pool);
+	if (cmpxchg(&dom->pool, NULL, pool) == NULL)
+		return 0;
+	md_pool_put(pool);
+	return READ_ONCE(dom->pool) == pool ? 0 : -ENODEV;
 }
 
 int md_domain_charge(struct md_domain *dom, u64 bytes)

@@ -93,6 +93,14 @@ static int md_ioctl_alloc(struct md_domain *dom, void *data)
 	return md_region_create(dom, arg);
 }
 
+/* The caller never learnt the handle: the region must not stay behind. */
+static void md_ioctl_alloc_undo(struct md_domain *dom, void *data)
+{
+	struct metadef_alloc *arg = data;
+
+	WARN_ON(md_region_free_handle(dom, arg->handle));
+}
+
 static int md_ioctl_free(struct md_domain *dom, void *data)
 {
 	struct metadef_free *arg = data;
@@ -132,6 +140,7 @@ static const struct md_ioctl_desc md_ioctls[] = {
 		.name = "ALLOC",
 		.min_size = sizeof(struct metadef_alloc),
 		.handler = md_ioctl_alloc,
+		.undo = md_ioctl_alloc_undo,
 	},
 	{
 		.cmd = METADEF_IOC_FREE,
@@ -217,10 +226,12 @@ long md_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 	if (_IOC_DIR(cmd) & _IOC_READ) {
 		/* A newer caller's tail is zeroed, an older one truncated. */
-		if (copy_to_user(uarg, buf, min(usize, ksize)))
+		if (copy_to_user(uarg, buf, min(usize, ksize)) ||
+		    (usize > ksize && clear_user(uarg + ksize, usize - ksize))) {
+			if (d->undo)
+				d->undo(dom, buf);
 			return -EFAULT;
-		if (usize > ksize && clear_user(uarg + ksize, usize - ksize))
-			return -EFAULT;
+		}
 	}
 	return 0;
 }

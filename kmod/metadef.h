@@ -102,6 +102,8 @@ struct md_device {
  * @used: bytes charged to it: its regions whose memory is not back yet
  * @nr_regions: how many those are
  * @color: its color tag, unique among open domains
+ * @pool: the pool its device page table points into (set by its first
+ *        allocation, holds a reference)
  * @mmu: its device page table
  * @nr_faults: copy-engine faults it caused
  */
@@ -116,6 +118,7 @@ struct md_domain {
 	atomic64_t used;
 	atomic_t nr_regions;
 	u16 color;
+	struct md_pool *pool;
 	struct md_mmu mmu;
 	atomic_t nr_faults;
 };
@@ -156,6 +159,7 @@ struct md_region {
 struct md_domain *md_domain_create(struct md_device *mdev);
 void md_domain_close(struct md_domain *dom);
 void md_domain_put(struct md_domain *dom);
+int md_domain_bind_pool(struct md_domain *dom, struct md_pool *pool);
 int md_domain_charge(struct md_domain *dom, u64 bytes);
 void md_domain_uncharge(struct md_domain *dom, u64 bytes);
 int md_domain_set_quota(struct md_domain *dom, u32 id, u64 quota);
@@ -185,12 +189,15 @@ int md_mmap(struct file *file, struct vm_area_struct *vma);
  * @name: for logs and debugfs
  * @min_size: smallest argument size ever shipped (the first version)
  * @handler: does the work on a kernel copy of the argument
+ * @undo: takes back what a successful @handler did when its result cannot
+ *        be copied back to the caller (no partial success)
  */
 struct md_ioctl_desc {
 	unsigned int cmd;
 	const char *name;
 	unsigned int min_size;
 	int (*handler)(struct md_domain *dom, void *arg);
+	void (*undo)(struct md_domain *dom, void *arg);
 };
 
 const struct md_ioctl_desc *md_ioctl_lookup(unsigned int cmd);

@@ -65,8 +65,11 @@ int md_pool_alloc(struct md_pool *pool, struct md_buddy_alloc *a, u64 size,
 /* Scrub, then give back: free pool memory never holds a tenant's data. */
 void md_pool_free(struct md_pool *pool, struct md_buddy_alloc *a)
 {
-	if (!READ_ONCE(pool->gone))
+	/* Against md_pool_kill(): the memory stays there while we scrub. */
+	down_read(&pool->gone_sem);
+	if (!pool->gone)
 		pool->ops->scrub(pool, a->offset, a->size);
+	up_read(&pool->gone_sem);
 	mutex_lock(&pool->lock);
 	WARN_ON(md_buddy_free(&pool->buddy, a));
 	mutex_unlock(&pool->lock);
@@ -95,10 +98,11 @@ void md_pool_show(struct md_pool *pool, struct seq_file *m)
 }
 
 /*
- * md_pool_kill() - the memory behind @pool is going away (device removal):
- * refuse new faults, then zap every user mapping of the device, so that a
- * later touch gets SIGBUS instead of reaching memory that is not there.
- * Regions and their handles live on until their owners drop them.
+ * md_pool_kill() - the memory behind @pool is going away (device removal).
+ * Waits for every user of the memory in progress (faults, scrubs, copies
+ * hold gone_sem for reading) and makes later ones see @pool->gone; the
+ * caller then zaps the user mappings. Regions and their handles live on
+ * until their owners drop them.
  */
 void md_pool_kill(struct md_pool *pool)
 {

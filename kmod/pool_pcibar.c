@@ -118,9 +118,18 @@ static const struct md_pool_ops pcibar_ops = {
 static int pcibar_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
 	int bar = pcibar_bar;
+	struct md_pool *other;
 	struct md_pcibar *b;
 	resource_size_t len;
 	int ret;
+
+	/* Only one pool: leave other devices' memory alone, untouched. */
+	other = md_pool_current(pcibar_mdev);
+	if (other) {
+		md_pool_put(other);
+		dev_info(&pdev->dev, "metadef already has a pool, not using this device\n");
+		return -EBUSY;
+	}
 
 	if (bar < 0 || bar >= PCI_STD_NUM_BARS ||
 	    !(pci_resource_flags(pdev, bar) & IORESOURCE_MEM)) {

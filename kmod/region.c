@@ -10,6 +10,7 @@
  * that mmap can find the region behind an offset; a domain may map only
  * regions it holds a handle to.
  */
+#include <linux/capability.h>
 #include <linux/mm.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
@@ -75,6 +76,16 @@ int md_region_create(struct md_domain *dom, struct metadef_alloc *arg)
 	pool = md_pool_current(mdev);
 	if (!pool)
 		return -ENODEV;
+	/*
+	 * A domain's device page table describes one pool: after a pcibar
+	 * device is replaced, its old mappings would point into the new one.
+	 * Such a domain allocates no more; a new open gets the new pool.
+	 */
+	ret = md_domain_bind_pool(dom, pool);
+	if (ret) {
+		md_pool_put(pool);
+		return ret;
+	}
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
 	if (!r) {
 		md_pool_put(pool);
@@ -123,17 +134,28 @@ int md_region_create(struct md_domain *dom, struct metadef_alloc *arg)
 	if (ret)
 		goto err_put;
 
-	arg->dev_addr = pool->ops->dev_addr(pool, r->alloc.offset);
+	/*
+	 * Without an IOMMU the device address is the physical address, which
+	 * unprivileged users are not told (as with /proc/pid/pagemap).
+	 */
+	if (capable(CAP_SYS_ADMIN))
+		arg->dev_addr = pool->ops->dev_addr(pool, r->alloc.offset);
 	arg->mmap_offset = md_region_mmap_offset(r);
 	arg->alloc_size = r->alloc.size;
 	arg->dev_va = r->dev_va;
-	/* Reserve the handle, record it, then publish the region under it. */
-	ret = xa_alloc(&dom->handles, &arg->handle, NULL, xa_limit_31b,
-		       GFP_KERNEL);
+	/*
+	 * Publish the region and name its handle in one step under the
+	 * xarray's lock: a FREE racing with us (it takes the same lock) sees
+	 * either nothing or the region with its handle recorded.
+	 */
+	xa_lock(&dom->handles);
+	ret = __xa_alloc(&dom->handles, &arg->handle, r, xa_limit_31b,
+			 GFP_KERNEL);
+	if (!ret)
+		r->handle = arg->handle;
+	xa_unlock(&dom->handles);
 	if (ret)
 		goto err_put;
-	WRITE_ONCE(r->handle, arg->handle);
-	xa_store(&dom->handles, arg->handle, r, GFP_KERNEL);
 	return 0;
 
 err_put:
@@ -185,7 +207,7 @@ struct md_region *md_region_lookup_mmap(struct md_domain *dom,
 		return NULL;
 	xa_lock(&dom->dev->mmap_ids);
 	r = xa_load(&dom->dev->mmap_ids, id);
-	if (r && (r->owner != dom->id || !READ_ONCE(r->handle) ||
+	if (r && (r->dom != dom || !READ_ONCE(r->handle) ||
 		  !kref_get_unless_zero(&r->ref)))
 		r = NULL;
 	xa_unlock(&dom->dev->mmap_ids);

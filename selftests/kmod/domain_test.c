@@ -187,9 +187,20 @@ TEST_F(dom, set_quota_needs_cap_sys_admin)
 			_exit(11);
 		if (set_quota(fd, 0, 1 << 30) != -EPERM)
 			_exit(12);
-		/* An unprivileged domain still allocates under its quota. */
+		/* An unprivileged domain still allocates under its quota... */
 		if (info_of(fd).domain_quota != METADEF_QUOTA_UNLIMITED)
 			_exit(13);
+		{
+			struct metadef_alloc a;
+
+			if (alloc(fd, 4096, &a))
+				_exit(14);
+			/* ...but is not told physical addresses. */
+			if (a.dev_addr != 0 || a.dev_va == 0)
+				_exit(15);
+			if (release(fd, a.handle))
+				_exit(16);
+		}
 		_exit(0);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));

@@ -424,8 +424,32 @@ TEST_F(region, invalid_alloc_requests)
 	errno = 0;
 	EXPECT_EQ(-1, ioctl(self->fd, METADEF_IOC_ALLOC, (void *)8));
 	EXPECT_EQ(EFAULT, errno);
+
 	EXPECT_POOL_WHOLE(self->fd);
 	EXPECT_EQ(0, regions_of(getpid()));
+}
+
+/*
+ * An argument that is readable but not writable: the allocation succeeds
+ * inside, the answer cannot be written back, so it is taken back (no
+ * partial success): the pool and the domain's usage are as before.
+ */
+TEST_F(region, alloc_answer_not_writable_allocates_nothing)
+{
+	struct metadef_alloc *ro;
+
+	ro = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ro);
+	ro->size = 4096;
+	ASSERT_EQ(0, mprotect(ro, 4096, PROT_READ));
+	errno = 0;
+	EXPECT_EQ(-1, ioctl(self->fd, METADEF_IOC_ALLOC, ro));
+	EXPECT_EQ(EFAULT, errno);
+	EXPECT_EQ(0, md_info(self->fd).domain_used);
+	EXPECT_EQ(0, regions_of(getpid()));
+	munmap(ro, 4096);
+	EXPECT_POOL_WHOLE(self->fd);
 }
 
 TEST_F(region, invalid_free_requests)

@@ -66,7 +66,8 @@ struct metadef_info {
  * @align: in: 0 (a page) or a power of two
  * @flags: in: METADEF_ALLOC_*
  * @handle: out: the region's handle in the caller's domain
- * @dev_addr: out: where the device sees the region
+ * @dev_addr: out: where the device sees the region (the bus address);
+ *            0 without CAP_SYS_ADMIN, since it may be a physical address
  * @mmap_offset: out: pass to mmap(2) (MAP_SHARED) to map it
  * @alloc_size: out: bytes actually allocated
  * @dev_va: out: its device virtual address in the caller's domain (what
