@@ -78,6 +78,7 @@ void md_domain_put(struct md_domain *dom)
 void md_domain_close(struct md_domain *dom)
 {
 	xa_erase(&dom->dev->domains, dom->id);
+	md_share_domain_close(dom);
 	md_region_release_domain(dom);
 	md_domain_put(dom);
 }

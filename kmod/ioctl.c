@@ -128,6 +128,46 @@ static int md_ioctl_copy(struct md_domain *dom, void *data)
 	return md_copy(dom, arg);
 }
 
+static int md_ioctl_grant(struct md_domain *dom, void *data)
+{
+	struct metadef_grant *arg = data;
+
+	if (arg->pad || !reserved_clear(arg))
+		return -EINVAL;
+	arg->token = 0;
+	return md_grant(dom, arg);
+}
+
+static int md_ioctl_import(struct md_domain *dom, void *data)
+{
+	struct metadef_import *arg = data;
+
+	if (!reserved_clear(arg))
+		return -EINVAL;
+	arg->handle = 0;
+	arg->dev_va = 0;
+	arg->mmap_offset = 0;
+	arg->size = 0;
+	return md_import(dom, arg);
+}
+
+/* The importer never learnt its handle: drop the import again. */
+static void md_ioctl_import_undo(struct md_domain *dom, void *data)
+{
+	struct metadef_import *arg = data;
+
+	WARN_ON(md_region_free_handle(dom, arg->handle));
+}
+
+static int md_ioctl_revoke(struct md_domain *dom, void *data)
+{
+	struct metadef_revoke *arg = data;
+
+	if (!reserved_clear(arg))
+		return -EINVAL;
+	return md_revoke(dom, arg);
+}
+
 static const struct md_ioctl_desc md_ioctls[] = {
 	{
 		.cmd = METADEF_IOC_INFO,
@@ -159,6 +199,25 @@ static const struct md_ioctl_desc md_ioctls[] = {
 		.name = "COPY",
 		.min_size = sizeof(struct metadef_copy),
 		.handler = md_ioctl_copy,
+	},
+	{
+		.cmd = METADEF_IOC_GRANT,
+		.name = "GRANT",
+		.min_size = sizeof(struct metadef_grant),
+		.handler = md_ioctl_grant,
+	},
+	{
+		.cmd = METADEF_IOC_IMPORT,
+		.name = "IMPORT",
+		.min_size = sizeof(struct metadef_import),
+		.handler = md_ioctl_import,
+		.undo = md_ioctl_import_undo,
+	},
+	{
+		.cmd = METADEF_IOC_REVOKE,
+		.name = "REVOKE",
+		.min_size = sizeof(struct metadef_revoke),
+		.handler = md_ioctl_revoke,
 	},
 };
 
@@ -209,6 +268,7 @@ long md_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	BUILD_BUG_ON(sizeof(struct metadef_free) > MD_IOCTL_MAX_SIZE);
 	BUILD_BUG_ON(sizeof(struct metadef_quota) > MD_IOCTL_MAX_SIZE);
 	BUILD_BUG_ON(sizeof(struct metadef_copy) > MD_IOCTL_MAX_SIZE);
+	BUILD_BUG_ON(sizeof(struct metadef_import) > MD_IOCTL_MAX_SIZE);
 
 	memset(buf, 0, ksize);
 	if (_IOC_DIR(cmd) & _IOC_WRITE) {

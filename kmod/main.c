@@ -28,6 +28,8 @@ static struct md_device md_dev = {
 	.pool_size = SZ_64M,
 	.default_quota = METADEF_QUOTA_UNLIMITED,
 	.colors = IDA_INIT(md_dev.colors),
+	.share_lock = __MUTEX_INITIALIZER(md_dev.share_lock),
+	.grants = LIST_HEAD_INIT(md_dev.grants),
 	.fault_lock = __SPIN_LOCK_UNLOCKED(md_dev.fault_lock),
 };
 

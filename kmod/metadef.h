@@ -68,6 +68,8 @@ struct md_fault_entry {
  * @pool_size: bytes of device-visible memory to manage (module parameter)
  * @default_quota: quota of a new domain (module parameter)
  * @colors: color tags in use by open domains
+ * @share_lock: guards grants and every region's imports
+ * @grants: grants not taken up yet
  * @fault_lock: guards the fault log
  * @faults: the last MD_FAULT_LOG copy-engine faults, a ring
  * @nr_faults: faults ever recorded (the ring's head)
@@ -85,6 +87,8 @@ struct md_device {
 	u64 pool_size;
 	u64 default_quota;
 	struct ida colors;
+	struct mutex share_lock;
+	struct list_head grants;
 	spinlock_t fault_lock;
 	struct md_fault_entry faults[MD_FAULT_LOG];
 	u64 nr_faults;
@@ -138,6 +142,7 @@ struct md_domain {
  * @handle: its handle in @owner, 0 once freed (for debugfs)
  * @pid: thread group that allocated it
  * @vmas: user mappings of it
+ * @imports: other domains' imports of it (under mdev->share_lock)
  */
 struct md_region {
 	struct kref ref;
@@ -153,7 +158,34 @@ struct md_region {
 	u32 handle;
 	pid_t pid;
 	atomic_t vmas;
+	struct list_head imports;
 };
+
+/**
+ * struct md_import - another domain's access to a region, from a grant;
+ * in the importer's handle table as a pointer tagged MD_HANDLE_IMPORT
+ * @r: the region (holds a reference); NULL once revoked
+ * @dom: the importer
+ * @perm: MD_MMU_READ, maybe MD_MMU_WRITE
+ * @link: in @r->imports
+ */
+struct md_import {
+	struct md_region *r;
+	struct md_domain *dom;
+	u32 perm;
+	struct list_head link;
+};
+
+#define MD_HANDLE_IMPORT	1	/* xa_pointer_tag() of an import */
+
+/* share.c */
+int md_grant(struct md_domain *dom, struct metadef_grant *arg);
+int md_import(struct md_domain *dom, struct metadef_import *arg);
+int md_revoke(struct md_domain *dom, struct metadef_revoke *arg);
+void md_unimport(struct md_import *imp);
+void md_share_domain_close(struct md_domain *dom);
+bool md_region_may_map(struct md_domain *dom, struct md_region *r,
+		       bool write);
 
 /* domain.c */
 struct md_domain *md_domain_create(struct md_device *mdev);

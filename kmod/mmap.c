@@ -40,6 +40,9 @@ static vm_fault_t md_vm_fault(struct vm_fault *vmf)
 
 	if (vmf->pgoff < base || off >= r->alloc.size)
 		return VM_FAULT_SIGBUS;
+	/* An importer whose access was revoked or dropped faults for good. */
+	if (!md_region_may_map(vma->vm_file->private_data, r, false))
+		return VM_FAULT_SIGBUS;
 	/* Against md_pool_kill(): a dead pool's memory is never mapped. */
 	down_read(&pool->gone_sem);
 	if (pool->gone)
@@ -74,6 +77,14 @@ int md_mmap(struct file *file, struct vm_area_struct *vma)
 	if (READ_ONCE(r->pool->gone)) {
 		md_region_put(r);
 		return -ENODEV;
+	}
+	/* A read-only import maps read-only, and cannot be made writable. */
+	if (!md_region_may_map(dom, r, true)) {
+		if (vma->vm_flags & VM_WRITE) {
+			md_region_put(r);
+			return -EACCES;
+		}
+		vma->vm_flags &= ~VM_MAYWRITE;
 	}
 	first = vma->vm_pgoff - (md_region_mmap_offset(r) >> PAGE_SHIFT);
 	if (first >= r->alloc.size >> PAGE_SHIFT ||

@@ -22,6 +22,7 @@ static void md_region_release(struct kref *ref)
 {
 	struct md_region *r = container_of(ref, struct md_region, ref);
 
+	WARN_ON(!list_empty(&r->imports));
 	xa_erase(&r->mdev->mmap_ids, r->mmap_id);
 	md_pool_free(r->pool, &r->alloc);
 	md_domain_uncharge(r->dom, r->alloc.size);
@@ -92,6 +93,7 @@ int md_region_create(struct md_domain *dom, struct metadef_alloc *arg)
 		return -ENOMEM;
 	}
 	kref_init(&r->ref);
+	INIT_LIST_HEAD(&r->imports);
 	r->mdev = mdev;
 	r->pool = pool;
 	r->owner = dom->id;
@@ -164,38 +166,49 @@ err_put:
 	return ret == -EBUSY ? -ENOMEM : ret;
 }
 
-/* Drop @dom's handle; the region lives on while mappings hold it. */
-int md_region_free_handle(struct md_domain *dom, u32 handle)
+/* Drop what a handle holds: an import, or the owner's reference. */
+static void drop_handle_entry(void *entry)
 {
-	struct md_region *r = xa_erase(&dom->handles, handle);
+	struct md_region *r;
 
-	if (!r)
-		return -ENOENT;
+	if (xa_pointer_tag(entry) == MD_HANDLE_IMPORT) {
+		md_unimport(xa_untag_pointer(entry));
+		return;
+	}
+	r = entry;
 	WRITE_ONCE(r->handle, 0);
 	region_unmap_device(r);
 	md_region_put(r);
+}
+
+/* Drop @dom's handle; the region lives on while mappings hold it. */
+int md_region_free_handle(struct md_domain *dom, u32 handle)
+{
+	void *entry = xa_erase(&dom->handles, handle);
+
+	if (!entry)
+		return -ENOENT;
+	drop_handle_entry(entry);
 	return 0;
 }
 
 /* Drop every handle of a domain that is going away. */
 void md_region_release_domain(struct md_domain *dom)
 {
-	struct md_region *r;
 	unsigned long h;
+	void *entry;
 
-	xa_for_each(&dom->handles, h, r) {
+	xa_for_each(&dom->handles, h, entry) {
 		xa_erase(&dom->handles, h);
-		WRITE_ONCE(r->handle, 0);
-		region_unmap_device(r);
-		md_region_put(r);
+		drop_handle_entry(entry);
 	}
 	xa_destroy(&dom->handles);
 }
 
 /*
  * The region behind mmap page offset @pgoff, with a reference, if @dom
- * holds a handle to it; NULL otherwise (not there, another domain's, or
- * freed and only mapped: all the same to the caller).
+ * holds a handle to it or a live import of it; NULL otherwise (not there,
+ * another domain's, or freed and only mapped: all the same to the caller).
  */
 struct md_region *md_region_lookup_mmap(struct md_domain *dom,
 					unsigned long pgoff)
@@ -207,11 +220,15 @@ struct md_region *md_region_lookup_mmap(struct md_domain *dom,
 		return NULL;
 	xa_lock(&dom->dev->mmap_ids);
 	r = xa_load(&dom->dev->mmap_ids, id);
-	if (r && (r->dom != dom || !READ_ONCE(r->handle) ||
-		  !kref_get_unless_zero(&r->ref)))
+	if (r && !kref_get_unless_zero(&r->ref))
 		r = NULL;
 	xa_unlock(&dom->dev->mmap_ids);
-	return r;
+	if (!r)
+		return NULL;
+	if (r->dom == dom ? READ_ONCE(r->handle) : md_region_may_map(dom, r, false))
+		return r;
+	md_region_put(r);
+	return NULL;
 }
 
 u64 md_region_mmap_offset(const struct md_region *r)

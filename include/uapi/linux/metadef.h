@@ -146,10 +146,78 @@ struct metadef_copy {
 	__u64 reserved[2];
 };
 
+/* metadef_grant.flags: what the importer may do */
+#define METADEF_SHARE_READ	(1u << 0)
+#define METADEF_SHARE_WRITE	(1u << 1)
+#define METADEF_SHARE_FLAGS	(METADEF_SHARE_READ | METADEF_SHARE_WRITE)
+
+/**
+ * struct metadef_grant - METADEF_IOC_GRANT: let one other domain import
+ * @handle: in: a region this domain allocated (imports cannot be re-granted:
+ *          EPERM)
+ * @domain_id: in: the only domain that may import it (not the caller's)
+ * @flags: in: METADEF_SHARE_READ, optionally with METADEF_SHARE_WRITE
+ * @pad: in: must be zero
+ * @token: out: pass to METADEF_IOC_IMPORT in @domain_id; single use
+ * @reserved: in: must be zero
+ */
+struct metadef_grant {
+	__u32 handle;
+	__u32 domain_id;
+	__u32 flags;
+	__u32 pad;
+	__u64 token;
+	__u64 reserved[2];
+};
+
+/**
+ * struct metadef_import - METADEF_IOC_IMPORT: take up a grant
+ * @token: in: from METADEF_IOC_GRANT, naming this domain
+ * @flags: in: must be zero
+ * @handle: out: the import's handle here (FREE drops the import only)
+ * @dev_va: out: where this domain's device page table maps it
+ * @mmap_offset: out: for mmap(2); PROT_WRITE only with METADEF_SHARE_WRITE
+ * @size: out: bytes
+ * @reserved: in: must be zero
+ *
+ * ENOENT for a token that is unknown, used, or meant for another domain.
+ */
+struct metadef_import {
+	__u64 token;
+	__u32 flags;
+	__u32 handle;
+	__u64 dev_va;
+	__u64 mmap_offset;
+	__u64 size;
+	__u64 reserved[2];
+};
+
+/**
+ * struct metadef_revoke - METADEF_IOC_REVOKE: take shared access back
+ * @handle: in: the owner's handle of the region
+ * @domain_id: in: the importer, or 0 for every importer and pending grant
+ * @flags: in: must be zero
+ * @pad: in: must be zero
+ * @reserved: in: must be zero
+ *
+ * The importers' device mappings go at once and their CPU mappings are
+ * zapped: a later touch gets SIGBUS, a COPY EFAULT.
+ */
+struct metadef_revoke {
+	__u32 handle;
+	__u32 domain_id;
+	__u32 flags;
+	__u32 pad;
+	__u64 reserved[2];
+};
+
 #define METADEF_IOC_INFO	_IOWR(METADEF_IOC_MAGIC, 0x00, struct metadef_info)
 #define METADEF_IOC_ALLOC	_IOWR(METADEF_IOC_MAGIC, 0x01, struct metadef_alloc)
 #define METADEF_IOC_FREE	_IOW(METADEF_IOC_MAGIC, 0x02, struct metadef_free)
 #define METADEF_IOC_SET_QUOTA	_IOW(METADEF_IOC_MAGIC, 0x03, struct metadef_quota)
 #define METADEF_IOC_COPY	_IOW(METADEF_IOC_MAGIC, 0x04, struct metadef_copy)
+#define METADEF_IOC_GRANT	_IOWR(METADEF_IOC_MAGIC, 0x05, struct metadef_grant)
+#define METADEF_IOC_IMPORT	_IOWR(METADEF_IOC_MAGIC, 0x06, struct metadef_import)
+#define METADEF_IOC_REVOKE	_IOW(METADEF_IOC_MAGIC, 0x07, struct metadef_revoke)
 
 #endif /* _UAPI_LINUX_METADEF_H */
