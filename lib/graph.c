@@ -319,18 +319,6 @@ MD_API const char *md_graph_tensor_name(const struct md_graph *g, int tensor)
 
 /* ------------------------------------------------------------ parser */
 
-static int fail(struct md_error *err, unsigned int line, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err) {
-		err->line = line;
-		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 #define MAX_TOK 256
 
@@ -364,13 +352,13 @@ static int size_arg(const char *s, const char *what, unsigned int ln,
 	int ret;
 
 	if (*s == '-')
-		return fail(err, ln, "negative %s '%s'", what, s);
+		return md_parse_fail(err, ln, "negative %s '%s'", what, s);
 	ret = md_parse_size(s, v);
 	if (ret == -ERANGE)
-		return fail(err, ln, "%s '%s' does not fit in 64 bits", what,
+		return md_parse_fail(err, ln, "%s '%s' does not fit in 64 bits", what,
 			    s);
 	if (ret)
-		return fail(err, ln, "bad %s '%s'", what, s);
+		return md_parse_fail(err, ln, "bad %s '%s'", what, s);
 	return 0;
 }
 
@@ -380,7 +368,7 @@ static int tensor_arg(struct md_graph *g, const char *s, unsigned int ln,
 	int id = md_graph_find(g, s);
 
 	if (id < 0)
-		return fail(err, ln, "unknown tensor '%s' (not an input, not made by an earlier op)",
+		return md_parse_fail(err, ln, "unknown tensor '%s' (not an input, not made by an earlier op)",
 			    s);
 	return id;
 }
@@ -393,7 +381,7 @@ static int parse_align(const char *s, unsigned int ln, uint64_t *v,
 	if (ret)
 		return ret;
 	if (!*v || (*v & (*v - 1)))
-		return fail(err, ln, "alignment %s is not a power of two", s);
+		return md_parse_fail(err, ln, "alignment %s is not a power of two", s);
 	return 0;
 }
 
@@ -406,12 +394,12 @@ static int parse_op(struct md_graph *g, char **tok, int n, unsigned int ln,
 	int nin = 0, nout = 0, i, arrow = -1, ret;
 
 	if (n < 2)
-		return fail(err, ln, "op without a name");
+		return md_parse_fail(err, ln, "op without a name");
 	for (i = 2; i < n; i++)
 		if (!strcmp(tok[i], "->"))
 			arrow = i;
 	if (arrow < 0)
-		return fail(err, ln, "op '%s': missing '->' between inputs and outputs",
+		return md_parse_fail(err, ln, "op '%s': missing '->' between inputs and outputs",
 			    tok[1]);
 	for (i = 2; i < arrow; i++) {
 		ret = tensor_arg(g, tok[i], ln, err);
@@ -423,7 +411,7 @@ static int parse_op(struct md_graph *g, char **tok, int n, unsigned int ln,
 		char *name = tok[i], *sz = strchr(name, ':'), *at, *eq;
 
 		if (!sz)
-			return fail(err, ln, "output '%s' needs a size (NAME:SIZE)",
+			return md_parse_fail(err, ln, "output '%s' needs a size (NAME:SIZE)",
 				    name);
 		*sz++ = '\0';
 		eq = strchr(sz, '=');
@@ -433,7 +421,7 @@ static int parse_op(struct md_graph *g, char **tok, int n, unsigned int ln,
 		if (at)
 			*at++ = '\0';
 		if (!valid_name(name))
-			return fail(err, ln, "bad tensor name '%s'", name);
+			return md_parse_fail(err, ln, "bad tensor name '%s'", name);
 		ret = size_arg(sz, "size", ln, &sizes[nout], err);
 		if (ret)
 			return ret;
@@ -453,21 +441,21 @@ static int parse_op(struct md_graph *g, char **tok, int n, unsigned int ln,
 			for (k = 0; k < nin && in[k] != ret; k++)
 				;
 			if (k == nin)
-				return fail(err, ln, "'%s=%s': in place needs an input of this op",
+				return md_parse_fail(err, ln, "'%s=%s': in place needs an input of this op",
 					    name, eq);
 			inplace[nout] = ret;
 		}
 		if (md_graph_find(g, name) >= 0)
-			return fail(err, ln, "tensor '%s' already defined",
+			return md_parse_fail(err, ln, "tensor '%s' already defined",
 				    name);
 		names[nout++] = name;
 	}
 	if (!nout)
-		return fail(err, ln, "op '%s' has no outputs", tok[1]);
+		return md_parse_fail(err, ln, "op '%s' has no outputs", tok[1]);
 	ret = md_graph_op(g, tok[1], in, nin, names, sizes, aligns, inplace,
 			  nout);
 	if (ret == -EEXIST)
-		return fail(err, ln, "an output of op '%s' is named twice",
+		return md_parse_fail(err, ln, "an output of op '%s' is named twice",
 			    tok[1]);
 	return ret < 0 ? ret : 0;
 }
@@ -480,7 +468,7 @@ static int parse_line(struct md_graph *g, char *line, unsigned int ln,
 	uint64_t v, a = 0;
 
 	if (n < 0)
-		return fail(err, ln, "too many words on one line (max %d)",
+		return md_parse_fail(err, ln, "too many words on one line (max %d)",
 			    MAX_TOK);
 	if (!n)
 		return 0;
@@ -488,23 +476,23 @@ static int parse_line(struct md_graph *g, char *line, unsigned int ln,
 		return parse_op(g, tok, n, ln, err);
 	if (!strcmp(tok[0], "input")) {
 		if (n != 3 && n != 4)
-			return fail(err, ln, "usage: input NAME SIZE [ALIGN]");
+			return md_parse_fail(err, ln, "usage: input NAME SIZE [ALIGN]");
 		ret = size_arg(tok[2], "size", ln, &v, err);
 		if (!ret && n == 4)
 			ret = parse_align(tok[3], ln, &a, err);
 		if (ret)
 			return ret;
 		if (!valid_name(tok[1]))
-			return fail(err, ln, "bad tensor name '%s'", tok[1]);
+			return md_parse_fail(err, ln, "bad tensor name '%s'", tok[1]);
 		ret = md_graph_input(g, tok[1], v, a);
 		if (ret == -EEXIST)
-			return fail(err, ln, "tensor '%s' already defined",
+			return md_parse_fail(err, ln, "tensor '%s' already defined",
 				    tok[1]);
 		return ret < 0 ? ret : 0;
 	}
 	if (!strcmp(tok[0], "output")) {
 		if (n < 2)
-			return fail(err, ln, "usage: output NAME...");
+			return md_parse_fail(err, ln, "usage: output NAME...");
 		for (i = 1; i < n; i++) {
 			ret = tensor_arg(g, tok[i], ln, err);
 			if (ret < 0)
@@ -515,14 +503,14 @@ static int parse_line(struct md_graph *g, char *line, unsigned int ln,
 	}
 	if (!strcmp(tok[0], "barrier")) {
 		if (n != 1)
-			return fail(err, ln, "barrier takes no arguments");
+			return md_parse_fail(err, ln, "barrier takes no arguments");
 		return md_graph_barrier(g);
 	}
 	if (!strcmp(tok[0], "contig")) {
 		int ids[MAX_TOK];
 
 		if (n < 3)
-			return fail(err, ln, "usage: contig NAME NAME...");
+			return md_parse_fail(err, ln, "usage: contig NAME NAME...");
 		for (i = 1; i < n; i++) {
 			ret = tensor_arg(g, tok[i], ln, err);
 			if (ret < 0)
@@ -531,7 +519,7 @@ static int parse_line(struct md_graph *g, char *line, unsigned int ln,
 		}
 		ret = md_graph_contig(g, ids, n - 1);
 		if (ret == -EEXIST)
-			return fail(err, ln, "a tensor may be in one contig group, once");
+			return md_parse_fail(err, ln, "a tensor may be in one contig group, once");
 		return ret;
 	}
 	if (!strcmp(tok[0], "mode")) {
@@ -539,22 +527,22 @@ static int parse_line(struct md_graph *g, char *line, unsigned int ln,
 			return md_graph_set_parallel(g, 1);
 		if (n == 2 && !strcmp(tok[1], "sequential"))
 			return md_graph_set_parallel(g, 0);
-		return fail(err, ln, "usage: mode sequential|parallel");
+		return md_parse_fail(err, ln, "usage: mode sequential|parallel");
 	}
 	if (!strcmp(tok[0], "device")) {
 		enum md_device dev;
 
 		if (n != 2 || md_device_parse(tok[1], &dev))
-			return fail(err, ln, "usage: device cpu|gpu|npu");
+			return md_parse_fail(err, ln, "usage: device cpu|gpu|npu");
 		return md_graph_set_device(g, dev, NULL);
 	}
 	if (!strcmp(tok[0], "align")) {
 		if (n != 2)
-			return fail(err, ln, "usage: align N");
+			return md_parse_fail(err, ln, "usage: align N");
 		ret = parse_align(tok[1], ln, &g->align, err);
 		return ret;
 	}
-	return fail(err, ln, "unknown statement '%s' (op, input, output, barrier, contig, mode, device, align)",
+	return md_parse_fail(err, ln, "unknown statement '%s' (op, input, output, barrier, contig, mode, device, align)",
 		    tok[0]);
 }
 
@@ -582,13 +570,13 @@ MD_API int md_graph_parse(struct md_graph *g, const char *text, size_t len,
 		line[l] = '\0';
 		pos += l + 1;
 		if (strlen(line) != l)
-			ret = fail(err, ln, "NUL byte in the input");
+			ret = md_parse_fail(err, ln, "NUL byte in the input");
 		else
 			ret = parse_line(g, line, ln, err);
 		free(line);
 	}
 	if (!ret && !g->nt)
-		ret = fail(err, ln, "no tensors: expected input/op lines");
+		ret = md_parse_fail(err, ln, "no tensors: expected input/op lines");
 	return ret;
 }
 

@@ -11,6 +11,13 @@
 /* Strict unsigned decimal. Return: 0, -EINVAL or -ERANGE. */
 int md_parse_u64(const char *s, uint64_t *out);
 
+/*
+ * Record a parse error (line and printf-style message) in @err, which may
+ * be NULL, for the CSV and graph parsers. Return: -EINVAL, to return on.
+ */
+int md_parse_fail(struct md_error *err, unsigned int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* Round @v up to a multiple of @a (a >= 1); UINT64_MAX on overflow. */
 static inline uint64_t md_round_up(uint64_t v, uint64_t a)
 {

@@ -115,7 +115,7 @@ out:
 
 /* ------------------------------------------------------------ CSV */
 
-static int fail(struct md_error *err, unsigned int line, const char *fmt, ...)
+int md_parse_fail(struct md_error *err, unsigned int line, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -239,7 +239,7 @@ static int parse_header(char *line, unsigned int ln, int *col, int *ncols,
 	int n = split(line, f, MAX_COLS), i, k;
 
 	if (n > MAX_COLS)
-		return fail(err, ln, "too many columns in the header");
+		return md_parse_fail(err, ln, "too many columns in the header");
 	for (k = 0; k < COL_NR; k++)
 		col[k] = -1;
 	for (i = 0; i < n; i++) {
@@ -247,16 +247,16 @@ static int parse_header(char *line, unsigned int ln, int *col, int *ncols,
 			if (!strcmp(f[i], col_names[k]))
 				break;
 		if (k == COL_NR)
-			return fail(err, ln,
+			return md_parse_fail(err, ln,
 				    "unknown column '%s' (expected id, lower, upper, size[, alignment][, offset])",
 				    f[i]);
 		if (col[k] >= 0)
-			return fail(err, ln, "column '%s' given twice", f[i]);
+			return md_parse_fail(err, ln, "column '%s' given twice", f[i]);
 		col[k] = i;
 	}
 	for (k = 0; k <= COL_SIZE; k++)
 		if (col[k] < 0)
-			return fail(err, ln, "header lacks the '%s' column",
+			return md_parse_fail(err, ln, "header lacks the '%s' column",
 				    col_names[k]);
 	*ncols = n;
 	return 0;
@@ -268,14 +268,14 @@ static int parse_num(const char *s, const char *what, unsigned int ln,
 	int ret;
 
 	if (!*s)
-		return fail(err, ln, "empty %s", what);
+		return md_parse_fail(err, ln, "empty %s", what);
 	if (*s == '-' && s[1])
-		return fail(err, ln, "negative %s '%s'", what, s);
+		return md_parse_fail(err, ln, "negative %s '%s'", what, s);
 	ret = md_parse_u64(s, v);
 	if (ret == -ERANGE)
-		return fail(err, ln, "%s '%s' does not fit in 64 bits", what, s);
+		return md_parse_fail(err, ln, "%s '%s' does not fit in 64 bits", what, s);
 	if (ret)
-		return fail(err, ln, "bad %s '%s': not a non-negative integer",
+		return md_parse_fail(err, ln, "bad %s '%s': not a non-negative integer",
 			    what, s);
 	return 0;
 }
@@ -291,9 +291,9 @@ static int parse_row(struct md_problem *p, char *line, unsigned int ln,
 	int fixed = 0;
 
 	if (n != ncols)
-		return fail(err, ln, "%d fields, the header has %d", n, ncols);
+		return md_parse_fail(err, ln, "%d fields, the header has %d", n, ncols);
 	if (!*f[col[COL_ID]])
-		return fail(err, ln, "empty id");
+		return md_parse_fail(err, ln, "empty id");
 	for (k = COL_LOWER; k < COL_NR; k++) {
 		if (col[k] < 0)
 			continue;
@@ -306,20 +306,20 @@ static int parse_row(struct md_problem *p, char *line, unsigned int ln,
 			fixed = 1;
 	}
 	if (v[COL_UPPER] <= v[COL_LOWER])
-		return fail(err, ln,
+		return md_parse_fail(err, ln,
 			    "upper %" PRIu64 " must be greater than lower %" PRIu64 " (intervals are [lower, upper))",
 			    v[COL_UPPER], v[COL_LOWER]);
 	if (col[COL_ALIGN] >= 0 && !v[COL_ALIGN])
-		return fail(err, ln, "alignment must be at least 1");
+		return md_parse_fail(err, ln, "alignment must be at least 1");
 	if (fixed && v[COL_ALIGN] && v[COL_OFFSET] % v[COL_ALIGN])
-		return fail(err, ln, "offset %" PRIu64 " is not a multiple of alignment %" PRIu64,
+		return md_parse_fail(err, ln, "offset %" PRIu64 " is not a multiple of alignment %" PRIu64,
 			    v[COL_OFFSET], v[COL_ALIGN]);
 	if (fixed && v[COL_OFFSET] + v[COL_SIZE] < v[COL_OFFSET])
-		return fail(err, ln, "offset + size overflows");
+		return md_parse_fail(err, ln, "offset + size overflows");
 	ret = md_problem_add(p, f[col[COL_ID]], v[COL_LOWER], v[COL_UPPER],
 			     v[COL_SIZE], v[COL_ALIGN]);
 	if (ret)
-		return ret == -ENOMEM ? ret : fail(err, ln, "bad buffer");
+		return ret == -ENOMEM ? ret : md_parse_fail(err, ln, "bad buffer");
 	b = &p->bufs[p->n - 1];
 	if (fixed) {
 		b->flags |= MD_BUF_FIXED;
@@ -327,7 +327,7 @@ static int parse_row(struct md_problem *p, char *line, unsigned int ln,
 	}
 	ret = strset_add(ids, b->id);
 	if (ret == -EEXIST)
-		return fail(err, ln, "duplicate id '%s'", b->id);
+		return md_parse_fail(err, ln, "duplicate id '%s'", b->id);
 	return ret;
 }
 
@@ -379,7 +379,7 @@ MD_API int md_problem_parse_csv(struct md_problem *p, const char *text,
 		line[l] = '\0';
 		pos += l + 1;
 		if (memchr(line, '\0', l)) {
-			ret = fail(err, ln, "NUL byte in the input");
+			ret = md_parse_fail(err, ln, "NUL byte in the input");
 			break;
 		}
 		s = trim(line);
@@ -403,7 +403,7 @@ MD_API int md_problem_parse_csv(struct md_problem *p, const char *text,
 			break;
 	}
 	if (!ret && !have_header)
-		ret = fail(err, ln, "no header line (id,lower,upper,size)");
+		ret = md_parse_fail(err, ln, "no header line (id,lower,upper,size)");
 	free(line);
 	free(ids.slot);
 	return ret;
