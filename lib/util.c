@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <metadef/metadef.h>
 
@@ -74,4 +76,45 @@ MD_API char *md_format_size(uint64_t bytes, char *buf, size_t len)
 		snprintf(buf, len, "%.2f %s",
 			 (double)bytes / (double)(1ULL << (10 * i)), units[i]);
 	return buf;
+}
+
+MD_API char *md_read_file(const char *path, size_t *len)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+	size_t cap = 0, n = 0, r;
+	char *s = NULL;
+	int err = 0;
+
+	if (!f)
+		return NULL;
+	for (;;) {
+		if (n + 65536 > cap) {
+			char *ns;
+
+			cap = 2 * cap + 65536;
+			ns = realloc(s, cap + 1);
+			if (!ns) {
+				err = ENOMEM;
+				break;
+			}
+			s = ns;
+		}
+		r = fread(s + n, 1, cap - n, f);
+		n += r;
+		if (!r) {
+			if (ferror(f))
+				err = EIO;
+			break;
+		}
+	}
+	if (f != stdin)
+		fclose(f);
+	if (err) {
+		free(s);
+		errno = err;
+		return NULL;
+	}
+	s[n] = '\0';
+	*len = n;
+	return s;
 }

@@ -40,6 +40,13 @@ int md_parse_size(const char *str, uint64_t *out);
 char *md_format_size(uint64_t bytes, char *buf, size_t len);
 
 /*
+ * md_read_file() - the whole of @path ("-": standard input) in a malloc()ed
+ * buffer with a NUL after its @len bytes; NULL with errno set on failure.
+ * For the tools and tests that read problems, graphs and plans.
+ */
+char *md_read_file(const char *path, size_t *len);
+
+/*
  * Raw access to the kernel module (/dev/metadef). md_kmod_open() opens a
  * new memory domain; close(2) the descriptor to leave it.
  */

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <metadef/metadef.h>
 #include <metadef/plan.h>
 
 #include "plan_internal.h"
@@ -338,27 +339,6 @@ static int bench_dir(char *out, size_t len)
 	return -ENOENT;
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *s;
-	long n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	s = malloc(n + 1);
-	if (s && fread(s, 1, n, f) != (size_t)n) {
-		free(s);
-		s = NULL;
-	}
-	fclose(f);
-	*len = n;
-	return s;
-}
-
 TEST(minimalloc_benchmark_plans_are_valid)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 256];
@@ -380,7 +360,7 @@ TEST(minimalloc_benchmark_plans_are_valid)
 		if (l < 5 || strcmp(de->d_name + l - 4, ".csv"))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		text = slurp(path, &len);
+		text = md_read_file(path, &len);
 		ASSERT_NE(NULL, text);
 		md_problem_init(&p);
 		ASSERT_EQ(0, md_problem_parse_csv(&p, text, len, &err))

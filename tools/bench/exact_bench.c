@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include <metadef/exact.h>
+#include <metadef/metadef.h>
 
 #define RUNS 3
 
@@ -32,35 +33,6 @@ static double now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *s = NULL;
-	size_t cap = 0, n = 0, r;
-
-	if (!f)
-		return NULL;
-	do {
-		if (n + 4096 > cap) {
-			char *ns;
-
-			cap = 2 * cap + 4096;
-			ns = realloc(s, cap);
-			if (!ns) {
-				free(s);
-				fclose(f);
-				return NULL;
-			}
-			s = ns;
-		}
-		r = fread(s + n, 1, cap - n, f);
-		n += r;
-	} while (r);
-	fclose(f);
-	*len = n;
-	return s;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -133,7 +105,7 @@ static int challenging(const char *dir, double limit)
 		int ok;
 
 		snprintf(path, sizeof(path), "%s/%s", dir, cases[i].file);
-		s = slurp(path, &len);
+		s = md_read_file(path, &len);
 		if (!s) {
 			printf("%-14s missing (%s)\n", cases[i].file, path);
 			bad = 1;

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <metadef/metadef.h>
 #include <metadef/plan.h>
 
 #define RUNS 5
@@ -30,29 +31,6 @@ static double now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *s = NULL;
-	size_t cap = 0, n = 0, r;
-
-	if (!f)
-		return NULL;
-	do {
-		if (n + 4096 > cap) {
-			cap = 2 * cap + 4096;
-			s = realloc(s, cap);
-			if (!s)
-				break;
-		}
-		r = fread(s + n, 1, cap - n, f);
-		n += r;
-	} while (r);
-	fclose(f);
-	*len = n;
-	return s;
 }
 
 /* Best of RUNS: the machine may be busy. */
@@ -97,7 +75,7 @@ static int bench_file(const char *dir, const char *name, double *worst)
 	int ret;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	text = slurp(path, &len);
+	text = md_read_file(path, &len);
 	if (!text) {
 		fprintf(stderr, "plan_bench: %s: %s\n", path, strerror(errno));
 		return 1;

@@ -61,46 +61,6 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-	char *s = NULL;
-	size_t cap = 0, n = 0, r;
-
-	if (!f)
-		return NULL;
-	for (;;) {
-		if (n + 65536 > cap) {
-			char *ns;
-
-			cap = 2 * cap + 65536;
-			ns = realloc(s, cap + 1);
-			if (!ns) {
-				free(s);
-				s = NULL;
-				errno = ENOMEM;
-				break;
-			}
-			s = ns;
-		}
-		r = fread(s + n, 1, cap - n, f);
-		n += r;
-		if (!r) {
-			if (ferror(f)) {
-				free(s);
-				s = NULL;
-			}
-			break;
-		}
-	}
-	if (f != stdin)
-		fclose(f);
-	if (s)
-		s[n] = '\0';
-	*len = n;
-	return s;
-}
-
 /* CSV when the first statement line has a comma. */
 static int looks_like_csv(const char *s, size_t len)
 {
@@ -187,7 +147,7 @@ static int load(struct model *m, const char *path, int format,
 
 	memset(m, 0, sizeof(*m));
 	m->path = path;
-	text = slurp(path, &len);
+	text = md_read_file(path, &len);
 	if (!text) {
 		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
 		return 1;
