@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <metadef/exact.h>
+#include "bench_files.h"
 
 #include "kselftest_harness.h"
 
@@ -419,65 +420,13 @@ TEST(cancel_flag_stops_the_search)
 
 /* ------------------------------------------------- benchmark files */
 
-static int bench_dir(char *out, size_t len)
-{
-	static const char sub[] = "shared/bench/minimalloc-challenging";
-	char exe[PATH_MAX];
-	ssize_t n;
-
-	if (getenv("METADEF_BENCH_DIR")) {
-		snprintf(out, len, "%s", getenv("METADEF_BENCH_DIR"));
-		return access(out, R_OK) ? -ENOENT : 0;
-	}
-	snprintf(out, len, "../%s", sub);
-	if (!access(out, R_OK))
-		return 0;
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		snprintf(out, len, "%s/../../../../%s", dirname(exe), sub);
-		if (!access(out, R_OK))
-			return 0;
-	}
-	return -ENOENT;
-}
-
-static int load(const char *dir, const char *name, struct md_problem *p)
-{
-	char path[PATH_MAX + 64];
-	struct md_error err;
-	char *s;
-	long n;
-	FILE *f;
-	int ret;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "rb");
-	if (!f)
-		return -ENOENT;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	s = malloc(n + 1);
-	if (!s || fread(s, 1, n, f) != (size_t)n) {
-		free(s);
-		fclose(f);
-		return -EIO;
-	}
-	fclose(f);
-	md_problem_init(p);
-	ret = md_problem_parse_csv(p, s, n, &err);
-	free(s);
-	return ret;
-}
-
 TEST(example12_csv_at_capacity_12)
 {
 	char dir[PATH_MAX];
 	struct md_problem p;
 	struct md_exact_result r;
 
-	if (bench_dir(dir, sizeof(dir)) || load(dir, "example.12.csv", &p))
+	if (bench_dir(dir, sizeof(dir)) || bench_load(dir, "example.12.csv", &p))
 		SKIP(return, "../shared/bench/minimalloc-challenging not found beside the repository");
 	ASSERT_EQ(0, solve(&p, 0, 12, 5, &r));
 	ASSERT_EQ(0, md_plan_validate(&p, r.offsets, NULL));
@@ -507,7 +456,7 @@ TEST(minimalloc_challenging_at_known_capacity)
 		struct md_exact_opts o = { 0 };
 		struct md_exact_result r;
 
-		if (load(dir, cases[i].file, &p))
+		if (bench_load(dir, cases[i].file, &p))
 			continue;
 		o.capacity = cases[i].cap;
 		o.time_limit = 30;

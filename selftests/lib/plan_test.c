@@ -19,6 +19,7 @@
 #include <metadef/plan.h>
 
 #include "plan_internal.h"
+#include "bench_files.h"
 #include "kselftest_harness.h"
 
 static uint64_t rng_state = 0x853c49e6748fea9bULL;
@@ -309,34 +310,6 @@ TEST(skyline)
 	EXPECT_EQ(0, md_skyline_top(&s, 0));
 	md_skyline_free(&s);
 	md_problem_free(&p);
-}
-
-/*
- * The benchmark data sits beside the repository (../shared from the repo
- * root). The tests run from the repo root; fall back to the binary's path
- * (build/selftests/lib/ → ../../..).
- */
-static int bench_dir(char *out, size_t len)
-{
-	static const char sub[] = "shared/bench/minimalloc-challenging";
-	char exe[PATH_MAX];
-	ssize_t n;
-
-	if (getenv("METADEF_BENCH_DIR")) {
-		snprintf(out, len, "%s", getenv("METADEF_BENCH_DIR"));
-		return access(out, R_OK) ? -ENOENT : 0;
-	}
-	snprintf(out, len, "../%s", sub);
-	if (!access(out, R_OK))
-		return 0;
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		snprintf(out, len, "%s/../../../../%s", dirname(exe), sub);
-		if (!access(out, R_OK))
-			return 0;
-	}
-	return -ENOENT;
 }
 
 TEST(minimalloc_benchmark_plans_are_valid)
