@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Devices (include/metadef/device.h): the kmod backend over /dev/metadef and
+ * the host backend over anonymous memory, behind one set of calls.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <search.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <metadef/device.h>
+#include <metadef/metadef.h>
+
+#include "internal.h"
+
+enum backend { BACKEND_HOST, BACKEND_KMOD };
+
+struct live {
+	struct md_region r;
+	void *map;		/* host: the whole mapping (before trimming) */
+	size_t map_len;
+};
+
+struct md_device {
+	enum backend backend;
+	int fd;			/* kmod: the domain */
+	uint64_t align;
+	uint64_t page;
+	pthread_mutex_t lock;	/* the tree and the counters */
+	void *live;		/* tsearch() tree of struct live, by dev_va */
+	struct md_device_stats st;
+};
+
+static int live_cmp(const void *a, const void *b)
+{
+	const struct live *x = a, *y = b;
+
+	return x->r.dev_va < y->r.dev_va ? -1 : x->r.dev_va > y->r.dev_va;
+}
+
+static bool pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+MD_API int md_device_open(const struct md_device_config *cfg,
+			  struct md_device **out)
+{
+	const char *name = cfg && cfg->backend ? cfg->backend : "auto";
+	const char *path = cfg && cfg->path ? cfg->path : MD_DEFAULT_DEVICE;
+	uint64_t align = cfg && cfg->align ? cfg->align : MD_ALIGN_CPU;
+	struct md_device *dev;
+	int fd = -1;
+
+	*out = NULL;
+	if (!pow2(align))
+		return -EINVAL;
+	if (strcmp(name, "auto") && strcmp(name, "kmod") &&
+	    strcmp(name, "host"))
+		return -EINVAL;
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return -ENOMEM;
+	dev->backend = BACKEND_HOST;
+	dev->page = (uint64_t)sysconf(_SC_PAGESIZE);
+	dev->fd = -1;
+
+	if (strcmp(name, "host")) {
+		fd = md_kmod_open(path);
+		if (fd >= 0) {
+			struct metadef_info info;
+			int err = md_kmod_info(fd, &info);
+
+			if (err) {
+				close(fd);
+				free(dev);
+				return err;
+			}
+			dev->backend = BACKEND_KMOD;
+			dev->fd = fd;
+			dev->page = info.page_size;
+		} else if (!strcmp(name, "kmod")) {
+			free(dev);
+			return fd;
+		}
+	}
+	dev->align = align;
+	pthread_mutex_init(&dev->lock, NULL);
+	*out = dev;
+	return 0;
+}
+
+static void backend_free(struct md_device *dev, struct live *l)
+{
+	struct metadef_free f = { .handle = l->r.handle };
+
+	if (dev->backend == BACKEND_HOST) {
+		munmap(l->map, l->map_len);
+		return;
+	}
+	if (l->r.cpu)
+		munmap(l->r.cpu, l->r.size);
+	ioctl(dev->fd, METADEF_IOC_FREE, &f);
+}
+
+MD_API void md_device_close(struct md_device *dev)
+{
+	if (!dev)
+		return;
+	while (dev->live) {
+		struct live *l = *(struct live **)dev->live;
+
+		tdelete(l, &dev->live, live_cmp);
+		backend_free(dev, l);
+		free(l);
+	}
+	if (dev->fd >= 0)
+		close(dev->fd);	/* the domain goes, and whatever it held */
+	pthread_mutex_destroy(&dev->lock);
+	free(dev);
+}
+
+MD_API const char *md_device_backend(const struct md_device *dev)
+{
+	return dev->backend == BACKEND_KMOD ? "kmod" : "host";
+}
+
+MD_API uint64_t md_device_align(const struct md_device *dev)
+{
+	return dev->align;
+}
+
+MD_API uint64_t md_device_page_size(const struct md_device *dev)
+{
+	return dev->page;
+}
+
+MD_API void md_device_stats(const struct md_device *dev,
+			    struct md_device_stats *st)
+{
+	pthread_mutex_lock((pthread_mutex_t *)&dev->lock);
+	*st = dev->st;
+	pthread_mutex_unlock((pthread_mutex_t *)&dev->lock);
+}
+
+/* Anonymous memory, over-mapped and trimmed to the alignment. */
+static int host_alloc(struct md_device *dev, uint64_t size, uint64_t align,
+		      struct live *l)
+{
+	size_t len = size + (align > dev->page ? align - dev->page : 0);
+	uintptr_t base, start;
+	void *p;
+
+	if (len < size)
+		return -ENOMEM;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	base = (uintptr_t)p;
+	start = (base + align - 1) & ~(uintptr_t)(align - 1);
+	if (start > base)
+		munmap(p, start - base);
+	if (start + size < base + len)
+		munmap((void *)(start + size), base + len - start - size);
+	l->map = (void *)start;
+	l->map_len = size;
+	l->r.size = size;
+	l->r.dev_va = start;
+	l->r.cpu = (void *)start;
+	return 0;
+}
+
+static int kmod_alloc(struct md_device *dev, uint64_t size, uint64_t align,
+		      struct live *l)
+{
+	struct metadef_alloc a = { .size = size, .align = align };
+	struct metadef_free f = { 0 };
+	void *p;
+	int err;
+
+	if (ioctl(dev->fd, METADEF_IOC_ALLOC, &a) < 0)
+		return -errno;
+	p = mmap(NULL, a.alloc_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 dev->fd, (off_t)a.mmap_offset);
+	if (p == MAP_FAILED) {
+		err = -errno;
+		f.handle = a.handle;
+		ioctl(dev->fd, METADEF_IOC_FREE, &f);
+		return err;
+	}
+	l->r.size = a.alloc_size;
+	l->r.dev_va = a.dev_va;
+	l->r.cpu = p;
+	l->r.handle = a.handle;
+	return 0;
+}
+
+MD_API int md_region_alloc(struct md_device *dev, uint64_t size,
+			   uint64_t align, struct md_region *out)
+{
+	struct live *l;
+	int err;
+
+	if (!align)
+		align = dev->page;
+	if (!size || !pow2(align) || size > UINT64_MAX - dev->page)
+		return -EINVAL;
+	size = (size + dev->page - 1) & ~(dev->page - 1);
+	if (align < dev->page)
+		align = dev->page;
+
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	if (dev->backend == BACKEND_HOST)
+		err = host_alloc(dev, size, align, l);
+	else
+		err = kmod_alloc(dev, size, align, l);
+
+	pthread_mutex_lock(&dev->lock);
+	if (!err && !tsearch(l, &dev->live, live_cmp)) {
+		backend_free(dev, l);
+		err = -ENOMEM;
+	}
+	if (err) {
+		dev->st.region_failures++;
+	} else {
+		dev->st.region_allocs++;
+		dev->st.bytes_current += l->r.size;
+		if (dev->st.bytes_current > dev->st.bytes_peak)
+			dev->st.bytes_peak = dev->st.bytes_current;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	if (err) {
+		free(l);
+		return err;
+	}
+	*out = l->r;
+	return 0;
+}
+
+MD_API int md_region_free(struct md_device *dev, struct md_region *region)
+{
+	struct live key = { .r.dev_va = region->dev_va }, *l;
+	void *found;
+
+	pthread_mutex_lock(&dev->lock);
+	found = tfind(&key, &dev->live, live_cmp);
+	l = found ? *(struct live **)found : NULL;
+	if (!l || memcmp(&l->r, region, sizeof(*region))) {
+		pthread_mutex_unlock(&dev->lock);
+		return -EINVAL;
+	}
+	tdelete(l, &dev->live, live_cmp);
+	dev->st.region_frees++;
+	dev->st.bytes_current -= l->r.size;
+	pthread_mutex_unlock(&dev->lock);
+
+	backend_free(dev, l);
+	free(l);
+	return 0;
+}

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The reuse protocol's state machine (include/metadef/reuse.h): one atomic
+ * word per block, every transition a compare-exchange from the state it
+ * requires.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <metadef/reuse.h>
+
+#include "internal.h"
+
+#define STATE_MASK	0xffull
+#define HOLDER_SHIFT	8
+#define HOLDER_MASK	((uint64_t)MD_BLOCK_MAX_HOLDERS << HOLDER_SHIFT)
+#define GEN_SHIFT	32
+
+static inline uint64_t pack(enum md_block_state s, uint32_t holders,
+			    uint32_t gen)
+{
+	return (uint64_t)s | (uint64_t)holders << HOLDER_SHIFT |
+	       (uint64_t)gen << GEN_SHIFT;
+}
+
+static inline enum md_block_state w_state(uint64_t w)
+{
+	return (enum md_block_state)(w & STATE_MASK);
+}
+
+static inline uint32_t w_holders(uint64_t w)
+{
+	return (uint32_t)((w & HOLDER_MASK) >> HOLDER_SHIFT);
+}
+
+static inline uint32_t w_gen(uint64_t w)
+{
+	return (uint32_t)(w >> GEN_SHIFT);
+}
+
+
+static _Atomic(uint64_t) violations;
+/* Refusals are rare: the handler and its argument change under a lock. */
+static pthread_mutex_t handler_lock = PTHREAD_MUTEX_INITIALIZER;
+static md_reuse_handler_t handler_fn;
+static void *handler_arg;
+
+MD_API md_reuse_handler_t md_reuse_set_handler(md_reuse_handler_t fn,
+					       void *arg)
+{
+	md_reuse_handler_t old;
+
+	pthread_mutex_lock(&handler_lock);
+	old = handler_fn;
+	handler_fn = fn;
+	handler_arg = arg;
+	pthread_mutex_unlock(&handler_lock);
+	return old;
+}
+
+MD_API uint64_t md_reuse_violations(void)
+{
+	return atomic_load_explicit(&violations, memory_order_relaxed);
+}
+
+static int refuse(const struct md_block_sync *b, enum md_reuse_op op,
+		  uint64_t w)
+{
+	struct md_reuse_violation v = {
+		.block = b,
+		.op = op,
+		.state = w_state(w),
+		.holders = w_holders(w),
+		.generation = w_gen(w),
+	};
+
+	atomic_fetch_add_explicit(&violations, 1, memory_order_relaxed);
+	pthread_mutex_lock(&handler_lock);
+	if (handler_fn)
+		handler_fn(&v, handler_arg);
+	pthread_mutex_unlock(&handler_lock);
+	return -EINVAL;
+}
+
+static inline bool cas(struct md_block_sync *b, uint64_t *old, uint64_t new)
+{
+	return atomic_compare_exchange_weak_explicit(&b->word, old, new,
+						     memory_order_acq_rel,
+						     memory_order_acquire);
+}
+
+MD_API void md_block_sync_init(struct md_block_sync *b)
+{
+	atomic_init(&b->word, pack(MD_BLOCK_ALLOCATED, 0, 0));
+}
+
+static int acquire(struct md_block_sync *b, bool check_gen, uint32_t gen)
+{
+	uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
+
+	for (;;) {
+		enum md_block_state s = w_state(w);
+		uint32_t h = w_holders(w);
+
+		if (check_gen && w_gen(w) != gen)
+			return -ESTALE;
+		if (s == MD_BLOCK_ALLOCATED && h == 0) {
+			if (cas(b, &w, pack(MD_BLOCK_ACTIVE, 1, w_gen(w))))
+				return 0;
+		} else if (s == MD_BLOCK_ACTIVE && h < MD_BLOCK_MAX_HOLDERS) {
+			if (cas(b, &w, pack(MD_BLOCK_ACTIVE, h + 1, w_gen(w))))
+				return 0;
+		} else {
+			return refuse(b, MD_REUSE_ACQUIRE, w);
+		}
+	}
+}
+
+MD_API int md_block_sync_acquire(struct md_block_sync *b)
+{
+	return acquire(b, false, 0);
+}
+
+MD_API int md_block_sync_acquire_gen(struct md_block_sync *b, uint32_t gen)
+{
+	return acquire(b, true, gen);
+}
+
+MD_API int md_block_sync_release(struct md_block_sync *b)
+{
+	uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
+
+	for (;;) {
+		enum md_block_state s = w_state(w);
+		uint32_t h = w_holders(w);
+
+		if (s == MD_BLOCK_ACTIVE && h > 1) {
+			if (cas(b, &w, pack(MD_BLOCK_ACTIVE, h - 1, w_gen(w))))
+				return 0;
+		} else if ((s == MD_BLOCK_ACTIVE && h == 1) ||
+			   (s == MD_BLOCK_ALLOCATED && h == 0)) {
+			if (cas(b, &w, pack(MD_BLOCK_RELEASED, 0, w_gen(w))))
+				return 1;
+		} else {
+			return refuse(b, MD_REUSE_RELEASE, w);
+		}
+	}
+}
+
+/* A transition between two holder-less states. */
+static int move(struct md_block_sync *b, enum md_reuse_op op,
+		enum md_block_state from, enum md_block_state to,
+		uint32_t gen_inc)
+{
+	uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
+
+	for (;;) {
+		if (w_state(w) != from || w_holders(w) != 0)
+			return refuse(b, op, w);
+		if (cas(b, &w, pack(to, 0, w_gen(w) + gen_inc)))
+			return 0;
+	}
+}
+
+MD_API int md_block_sync_recycle(struct md_block_sync *b)
+{
+	return move(b, MD_REUSE_RECYCLE, MD_BLOCK_RELEASED, MD_BLOCK_RECYCLED,
+		    0);
+}
+
+MD_API int md_block_sync_reuse(struct md_block_sync *b)
+{
+	return move(b, MD_REUSE_REUSE, MD_BLOCK_RECYCLED, MD_BLOCK_ALLOCATED,
+		    1);
+}
+
+MD_API enum md_block_state md_block_sync_state(const struct md_block_sync *b)
+{
+	return w_state(atomic_load_explicit(&b->word, memory_order_acquire));
+}
+
+MD_API uint32_t md_block_sync_holders(const struct md_block_sync *b)
+{
+	return w_holders(atomic_load_explicit(&b->word, memory_order_acquire));
+}
+
+MD_API uint32_t md_block_sync_generation(const struct md_block_sync *b)
+{
+	return w_gen(atomic_load_explicit(&b->word, memory_order_acquire));
+}
+
+MD_API const char *md_block_state_name(enum md_block_state state)
+{
+	switch (state) {
+	case MD_BLOCK_ALLOCATED:
+		return "allocated";
+	case MD_BLOCK_ACTIVE:
+		return "active";
+	case MD_BLOCK_RELEASED:
+		return "released";
+	case MD_BLOCK_RECYCLED:
+		return "recycled";
+	}
+	return "invalid";
+}
+
+MD_API const char *md_reuse_op_name(enum md_reuse_op op)
+{
+	static const char *const names[] = {
+		[MD_REUSE_INIT] = "init",
+		[MD_REUSE_ACQUIRE] = "acquire",
+		[MD_REUSE_RELEASE] = "release",
+		[MD_REUSE_RECYCLE] = "recycle",
+		[MD_REUSE_REUSE] = "reuse",
+	};
+
+	if ((unsigned int)op < sizeof(names) / sizeof(names[0]))
+		return names[op];
+	return "invalid";
+}
