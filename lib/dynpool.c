@@ -583,7 +583,7 @@ static int grow(struct md_dynpool *p, uint64_t need)
 	if (min < need)
 		return -ENOMEM;
 	want = min;
-	if (p->grow_min > want)
+	if (p->grow_min > want && round_up(p->grow_min, unit) > want)
 		want = round_up(p->grow_min, unit);
 	scaled = (unsigned __int128)reserved * p->growth_pct / 100;
 	if (scaled > want)

@@ -142,9 +142,9 @@ int md_dynpool_alloc(struct md_dynpool *pool, uint64_t size,
 int md_dynpool_free(struct md_dynpool *pool, const struct md_dynblock *b);
 
 /*
- * md_dynpool_trim() - give back every region that is entirely free except
- * the largest one (the pool keeps one reservation). Return: the number of
- * regions given back.
+ * md_dynpool_trim() - give back the regions that are entirely free; when
+ * every region is, the largest stays (the pool keeps one reservation).
+ * Return: the number of regions given back.
  */
 int md_dynpool_trim(struct md_dynpool *pool);
 
