@@ -1,0 +1,1471 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Tiered pools (include/metadef/pool.h): creation, the reuse transitions,
+ * the stats cells, region accounting, per-thread caches, the slab tier and
+ * the API's entry points. lib/runtime.md describes the design.
+ *
+ * The slab fast path: the size class is arithmetic on the request (no
+ * table, no loop); the thread's cache for the pool is one thread-local
+ * pointer compared with the pool's id; a bin is an array of descriptors of
+ * RECYCLED blocks. md_alloc() pops one and moves it to ALLOCATED with one
+ * compare-exchange; md_free() moves it to RECYCLED with one compare-exchange
+ * (checking the handle's generation) and pushes it back. The counters are
+ * the thread's own (no locked instruction). Bins are refilled from and
+ * flushed to the class's slabs, under the class's lock, half a bin at a
+ * time.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <metadef/pool.h>
+
+#include "internal.h"
+#include "pool_internal.h"
+
+#define TLS_IE		__attribute__((tls_model("initial-exec")))
+/* Thread-local slab figures are published past this many bytes. */
+#define PUBLISH_BYTES	(1ll << 20)
+#define MAX_REQUEST	(1ull << 62)
+
+pthread_mutex_t md_pool_reg_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t md_pool_list_lock = PTHREAD_MUTEX_INITIALIZER;
+struct md_pool *md_pool_list;
+__thread bool md_pool_limit_hit;
+
+static _Atomic uint64_t next_pool_id;
+static pthread_once_t tc_once = PTHREAD_ONCE_INIT;
+static pthread_key_t tc_key;
+static __thread struct tcache *tls_last TLS_IE;
+static __thread struct tcache *tls_list TLS_IE;
+static __thread bool tls_key_set TLS_IE;
+
+static inline unsigned int ceil_log2(uint64_t n)
+{
+	return n <= 1 ? 0 : 64 - __builtin_clzll(n - 1);
+}
+
+static inline uint64_t pow2_ceil(uint64_t n)
+{
+	return (uint64_t)1 << ceil_log2(n);
+}
+
+static inline bool pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+/* ------------------------------------------------------------ size classes */
+
+/*
+ * Classes in units of pool->unit: 1..8, then four per power of two (10,
+ * 12, 14, 16, 20, 24, ...), so a block wastes at most 20 % of itself.
+ */
+static inline unsigned int cls_index(uint64_t u)
+{
+	unsigned int p;
+
+	if (u <= 8)
+		return (unsigned int)u - 1;
+	p = 63 - __builtin_clzll(u - 1);
+	return 8 + (p - 3) * 4 + (unsigned int)((u - 1) >> (p - 2)) - 4;
+}
+
+static uint64_t cls_units(unsigned int i)
+{
+	unsigned int p, m;
+
+	if (i < 8)
+		return i + 1;
+	p = 3 + (i - 8) / 4;
+	m = (i - 8) % 4 + 5;
+	return (uint64_t)m << (p - 2);
+}
+
+/* ------------------------------------------------------------ names */
+
+MD_API const char *md_pool_tier_name(enum md_pool_tier tier)
+{
+	switch (tier) {
+	case MD_TIER_SLAB:
+		return "slab";
+	case MD_TIER_BUDDY:
+		return "buddy";
+	case MD_TIER_LARGE:
+		return "large";
+	default:
+		return "invalid";
+	}
+}
+
+MD_API const char *md_pool_violation_name(enum md_pool_violation_kind kind)
+{
+	static const char *const names[] = {
+		[MD_POOL_DOUBLE_FREE] = "double free",
+		[MD_POOL_FREE_HELD] = "free while held",
+		[MD_POOL_USE_AFTER_FREE] = "use after free",
+		[MD_POOL_BAD_TRANSITION] = "illegal transition",
+		[MD_POOL_BAD_HANDLE] = "bad handle",
+	};
+
+	if ((unsigned int)kind < MD_POOL_VIOLATION_KINDS)
+		return names[kind];
+	return "invalid";
+}
+
+MD_API enum md_pool_tier md_pool_tier_of(uint64_t size)
+{
+	if (size < MD_POOL_SLAB_LIMIT)
+		return MD_TIER_SLAB;
+	if (size <= MD_POOL_BUDDY_LIMIT)
+		return MD_TIER_BUDDY;
+	return MD_TIER_LARGE;
+}
+
+/* ------------------------------------------------------------ transitions */
+
+static int __attribute__((noinline))
+violate(struct md_pool *pool, enum md_pool_violation_kind kind,
+	enum md_reuse_op op, const struct md_buf *buf,
+	struct md_pool_block *b, uint64_t w, int err)
+{
+	struct md_pool_violation v = {
+		.kind = kind,
+		.op = op,
+		.state = w_state(w),
+		.holders = w_holders(w),
+		.generation = w_gen(w),
+		.expected = buf ? buf->generation : 0,
+		.buf = buf,
+	};
+
+	atomic_fetch_add_explicit(&pool->violation[kind], 1,
+				  memory_order_relaxed);
+	if (b) {
+		v.tag = RLD(b->tag);
+		v.site = RLD(b->site);
+	}
+	if (pool->handler)
+		pool->handler(&v, pool->handler_arg);
+	return err;
+}
+
+static inline bool cas_w(struct md_pool_block *b, uint64_t *w, uint64_t nw)
+{
+	return atomic_compare_exchange_weak_explicit(&b->sync.word, w, nw,
+						     memory_order_acq_rel,
+						     memory_order_acquire);
+}
+
+/*
+ * A block this thread took off a free list: RECYCLED -> ALLOCATED with the
+ * next generation (a descriptor's first life: 0 -> ALLOCATED). The fields
+ * are written first: the transition publishes them.
+ */
+static inline int hand_out(struct md_pool *pool, struct md_pool_block *b,
+			   uint64_t req, const struct md_alloc_opts *opts,
+			   struct md_buf *out)
+{
+	uint64_t w = atomic_load_explicit(&b->sync.word, memory_order_relaxed);
+	uint64_t nw;
+
+	/* A snapshot that reads these must see the last free's transition. */
+	atomic_thread_fence(memory_order_release);
+	RST(b->requested, req);
+	RST(b->tag, opts ? opts->tag : NULL);
+	RST(b->site, opts ? opts->site : NULL);
+	if (!w)
+		nw = w_pack(MD_BLOCK_ALLOCATED, 0, 0);
+	else if (w_state(w) == MD_BLOCK_RECYCLED && !w_holders(w))
+		nw = w_pack(MD_BLOCK_ALLOCATED, 0, w_gen(w) + 1);
+	else
+		return violate(pool, MD_POOL_BAD_TRANSITION, MD_REUSE_REUSE,
+			       NULL, b, w, -EIO);
+	if (unlikely(!atomic_compare_exchange_strong_explicit(
+			&b->sync.word, &w, nw, memory_order_acq_rel,
+			memory_order_acquire)))
+		return violate(pool, MD_POOL_BAD_TRANSITION, MD_REUSE_REUSE,
+			       NULL, b, w, -EIO);
+	out->block = b;
+	out->dev_va = b->dev_va;
+	out->cpu = b->cpu;
+	out->size = b->size;
+	out->generation = w_gen(nw);
+	out->tier = b->tier;
+	return 0;
+}
+
+/*
+ * md_free()'s transition: ALLOCATED (no holder) or RELEASED -> RECYCLED in
+ * one compare-exchange, only in the handle's generation.
+ */
+static inline int free_cas(struct md_pool *pool, const struct md_buf *buf,
+			   struct md_pool_block *b)
+{
+	uint64_t w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
+
+	for (;;) {
+		enum md_block_state s = w_state(w);
+
+		if (unlikely(!w))
+			return violate(pool, MD_POOL_BAD_HANDLE,
+				       MD_REUSE_RECYCLE, buf, b, w, -EINVAL);
+		if (unlikely(w_gen(w) != buf->generation))
+			return violate(pool, MD_POOL_USE_AFTER_FREE,
+				       MD_REUSE_RECYCLE, buf, b, w, -ESTALE);
+		if (likely((s == MD_BLOCK_ALLOCATED && !w_holders(w)) ||
+			   s == MD_BLOCK_RELEASED)) {
+			if (cas_w(b, &w, w_pack(MD_BLOCK_RECYCLED, 0,
+						w_gen(w))))
+				return 0;
+			continue;
+		}
+		if (s == MD_BLOCK_ACTIVE)
+			return violate(pool, MD_POOL_FREE_HELD,
+				       MD_REUSE_RECYCLE, buf, b, w, -EBUSY);
+		if (s == MD_BLOCK_RECYCLED)
+			return violate(pool, MD_POOL_DOUBLE_FREE,
+				       MD_REUSE_RECYCLE, buf, b, w, -EINVAL);
+		return violate(pool, MD_POOL_BAD_HANDLE, MD_REUSE_RECYCLE,
+			       buf, b, w, -EINVAL);
+	}
+}
+
+bool pool_recycle_released(struct md_pool_block *b)
+{
+	uint64_t w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
+
+	while (w && w_state(w) == MD_BLOCK_RELEASED)
+		if (cas_w(b, &w, w_pack(MD_BLOCK_RECYCLED, 0, w_gen(w))))
+			return true;
+	return false;
+}
+
+static struct md_pool_block *handle_block(struct md_pool *pool,
+					  const struct md_buf *buf)
+{
+	if (!buf || !buf->block || buf->block->pool != pool)
+		return NULL;
+	return buf->block;
+}
+
+MD_API int md_buf_acquire(struct md_pool *pool, const struct md_buf *buf)
+{
+	struct md_pool_block *b = handle_block(pool, buf);
+	uint64_t w, nw;
+
+	if (!b)
+		return violate(pool, MD_POOL_BAD_HANDLE, MD_REUSE_ACQUIRE, buf,
+			       NULL, 0, -EINVAL);
+	w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
+	for (;;) {
+		enum md_block_state s = w_state(w);
+		uint32_t h = w_holders(w);
+
+		if (!w)
+			return violate(pool, MD_POOL_BAD_HANDLE,
+				       MD_REUSE_ACQUIRE, buf, b, w, -EINVAL);
+		if (w_gen(w) != buf->generation || s == MD_BLOCK_RECYCLED)
+			return violate(pool, MD_POOL_USE_AFTER_FREE,
+				       MD_REUSE_ACQUIRE, buf, b, w, -ESTALE);
+		if (s == MD_BLOCK_ALLOCATED && !h)
+			nw = w_pack(MD_BLOCK_ACTIVE, 1, w_gen(w));
+		else if (s == MD_BLOCK_ACTIVE && h && h < MD_BLOCK_MAX_HOLDERS)
+			nw = w_pack(MD_BLOCK_ACTIVE, h + 1, w_gen(w));
+		else
+			return violate(pool, MD_POOL_BAD_TRANSITION,
+				       MD_REUSE_ACQUIRE, buf, b, w, -EINVAL);
+		if (cas_w(b, &w, nw))
+			return 0;
+	}
+}
+
+MD_API int md_buf_release(struct md_pool *pool, const struct md_buf *buf)
+{
+	struct md_pool_block *b = handle_block(pool, buf);
+	uint64_t w, nw;
+
+	if (!b)
+		return violate(pool, MD_POOL_BAD_HANDLE, MD_REUSE_RELEASE, buf,
+			       NULL, 0, -EINVAL);
+	w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
+	for (;;) {
+		enum md_block_state s = w_state(w);
+		uint32_t h = w_holders(w);
+
+		if (!w)
+			return violate(pool, MD_POOL_BAD_HANDLE,
+				       MD_REUSE_RELEASE, buf, b, w, -EINVAL);
+		if (w_gen(w) != buf->generation || s == MD_BLOCK_RECYCLED)
+			return violate(pool, MD_POOL_USE_AFTER_FREE,
+				       MD_REUSE_RELEASE, buf, b, w, -ESTALE);
+		if (s == MD_BLOCK_ACTIVE && h > 1) {
+			nw = w_pack(MD_BLOCK_ACTIVE, h - 1, w_gen(w));
+			if (cas_w(b, &w, nw))
+				return 0;
+		} else if ((s == MD_BLOCK_ACTIVE && h == 1) ||
+			   (s == MD_BLOCK_ALLOCATED && !h)) {
+			nw = w_pack(MD_BLOCK_RELEASED, 0, w_gen(w));
+			if (cas_w(b, &w, nw))
+				return 1;
+		} else {
+			return violate(pool, MD_POOL_BAD_TRANSITION,
+				       MD_REUSE_RELEASE, buf, b, w, -EINVAL);
+		}
+	}
+}
+
+MD_API int md_buf_state(struct md_pool *pool, const struct md_buf *buf)
+{
+	struct md_pool_block *b = handle_block(pool, buf);
+	uint64_t w;
+
+	if (!b)
+		return -EINVAL;
+	w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
+	if (!w)
+		return -EINVAL;
+	if (w_gen(w) != buf->generation || w_state(w) == MD_BLOCK_RECYCLED)
+		return -ESTALE;
+	return w_state(w);
+}
+
+/* ------------------------------------------------------------ stats cells */
+
+static void max64(_Atomic int64_t *p, int64_t v)
+{
+	int64_t cur = atomic_load_explicit(p, memory_order_relaxed);
+
+	while (cur < v &&
+	       !atomic_compare_exchange_weak_explicit(p, &cur, v,
+						      memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+}
+
+/* Add a change to the pool's current figures of @tier and the total. */
+static void publish(struct md_pool *pool, enum md_pool_tier tier, int64_t db,
+		    int64_t maxb, int64_t dc, int64_t maxc)
+{
+	int scope[2] = { tier, SCOPE_TOTAL };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		int s = scope[i];
+		int64_t b = atomic_fetch_add_explicit(&pool->cur_b[s], db,
+						      memory_order_relaxed);
+		int64_t c = atomic_fetch_add_explicit(&pool->cur_c[s], dc,
+						      memory_order_relaxed);
+
+		max64(&pool->peak_b[s], b + maxb);
+		max64(&pool->peak_c[s], c + maxc);
+	}
+}
+
+static void publish_pending(struct md_pool *pool, struct tc_cell *c)
+{
+	int64_t pb = RLD(c->pend_b), mb = RLD(c->pmax_b);
+	int64_t pc = RLD(c->pend_c), mc = RLD(c->pmax_c);
+
+	if (!pb && !mb && !pc && !mc)
+		return;
+	publish(pool, MD_TIER_SLAB, pb, mb, pc, mc);
+	RST(c->pend_b, 0);
+	RST(c->pmax_b, 0);
+	RST(c->pend_c, 0);
+	RST(c->pmax_c, 0);
+}
+
+static inline void count_alloc(struct md_pool *pool, struct tc_cell *c,
+			       enum md_pool_tier tier, uint64_t size,
+			       uint64_t req)
+{
+	RADD(c->nalloc[tier], 1);
+	RADD(c->balloc[tier], size);
+	RADD(c->ralloc[tier], req);
+	if (likely(tier == MD_TIER_SLAB)) {
+		int64_t pb = RLD(c->pend_b) + (int64_t)size;
+		int64_t pc = RLD(c->pend_c) + 1;
+
+		RST(c->pend_b, pb);
+		RST(c->pend_c, pc);
+		if (pc > RLD(c->pmax_c))
+			RST(c->pmax_c, pc);
+		if (pb > RLD(c->pmax_b)) {
+			RST(c->pmax_b, pb);
+			if (unlikely(pb > PUBLISH_BYTES))
+				publish_pending(pool, c);
+		}
+		return;
+	}
+	publish_pending(pool, c);
+	publish(pool, tier, (int64_t)size, (int64_t)size, 1, 1);
+}
+
+static inline void count_free(struct md_pool *pool, struct tc_cell *c,
+			      enum md_pool_tier tier, uint64_t size,
+			      uint64_t req)
+{
+	RADD(c->nfree[tier], 1);
+	RADD(c->bfree[tier], size);
+	RADD(c->rfree[tier], req);
+	if (likely(tier == MD_TIER_SLAB)) {
+		int64_t pb = RLD(c->pend_b) - (int64_t)size;
+
+		RST(c->pend_b, pb);
+		RST(c->pend_c, RLD(c->pend_c) - 1);
+		if (unlikely(pb < -PUBLISH_BYTES))
+			publish_pending(pool, c);
+		return;
+	}
+	publish_pending(pool, c);
+	publish(pool, tier, -(int64_t)size, 0, -1, 0);
+}
+
+void pool_count_free(struct md_pool *pool, struct tc_cell *c,
+		     enum md_pool_tier tier, uint64_t size, uint64_t req)
+{
+	count_free(pool, c, tier, size, req);
+}
+
+static void cell_add(struct tc_cell *to, struct tc_cell *from)
+{
+	int t;
+
+	for (t = 0; t < MD_TIER_COUNT; t++) {
+		RADD(to->nalloc[t], RLD(from->nalloc[t]));
+		RADD(to->nfree[t], RLD(from->nfree[t]));
+		RADD(to->balloc[t], RLD(from->balloc[t]));
+		RADD(to->bfree[t], RLD(from->bfree[t]));
+		RADD(to->ralloc[t], RLD(from->ralloc[t]));
+		RADD(to->rfree[t], RLD(from->rfree[t]));
+	}
+}
+
+static void peak_with(const struct tc_cell *c, int64_t cb, int64_t cc,
+		      int64_t pend_b, int64_t pend_c, int64_t *pb, int64_t *pc)
+{
+	int64_t b = cb + pend_b - RLD(c->pend_b) + RLD(c->pmax_b);
+	int64_t n = cc + pend_c - RLD(c->pend_c) + RLD(c->pmax_c);
+
+	*pb = b > *pb ? b : *pb;
+	*pc = n > *pc ? n : *pc;
+}
+
+/*
+ * The sum of every cell of @pool, and the peaks. The slab and total peaks
+ * include what threads have not published yet: for each thread, the
+ * published figure, everybody's pending change but its own, and its own
+ * running maximum (exact when one thread allocates).
+ */
+void pool_sum_cells(struct md_pool *pool, struct tc_cell *sum,
+		    int64_t *peak_b, int64_t *peak_c)
+{
+	struct tc_cell *fixed[2] = { &pool->retired, &pool->orphan };
+	int64_t pend_b = 0, pend_c = 0;
+	struct tcache *tc;
+	int i, k;
+
+	memset(sum, 0, sizeof(*sum));
+	pthread_mutex_lock(&md_pool_reg_lock);
+	pthread_mutex_lock(&pool->orphan_lock);
+	for (i = 0; i < 2; i++) {
+		cell_add(sum, fixed[i]);
+		pend_b += RLD(fixed[i]->pend_b);
+		pend_c += RLD(fixed[i]->pend_c);
+	}
+	for (tc = pool->tcaches; tc; tc = tc->pnext) {
+		cell_add(sum, &tc->cell);
+		pend_b += RLD(tc->cell.pend_b);
+		pend_c += RLD(tc->cell.pend_c);
+	}
+	for (i = 0; i < SCOPES; i++) {
+		int64_t cb = atomic_load(&pool->cur_b[i]);
+		int64_t cc = atomic_load(&pool->cur_c[i]);
+
+		peak_b[i] = atomic_load(&pool->peak_b[i]);
+		peak_c[i] = atomic_load(&pool->peak_c[i]);
+		if (i != MD_TIER_SLAB && i != SCOPE_TOTAL)
+			continue;
+		for (k = 0; k < 2; k++)
+			peak_with(fixed[k], cb, cc, pend_b, pend_c,
+				  &peak_b[i], &peak_c[i]);
+		for (tc = pool->tcaches; tc; tc = tc->pnext)
+			peak_with(&tc->cell, cb, cc, pend_b, pend_c,
+				  &peak_b[i], &peak_c[i]);
+	}
+	pthread_mutex_unlock(&pool->orphan_lock);
+	pthread_mutex_unlock(&md_pool_reg_lock);
+}
+
+/* ------------------------------------------------------------ regions */
+
+/*
+ * A region of @want bytes for @tier, or, when the limit or the backend
+ * refuses for lack of memory, of half as much, down to @min.
+ */
+int pool_region_get(struct md_pool *pool, enum md_pool_tier tier,
+		    uint64_t want, uint64_t min, struct md_region *r)
+{
+	uint64_t size = want;
+	bool reserved;
+	int err;
+
+	for (;;) {
+		pthread_mutex_lock(&pool->region_lock);
+		reserved = !pool->limit ||
+			   pool->region_total + size <= pool->limit;
+		if (reserved)
+			pool->region_total += size;
+		pthread_mutex_unlock(&pool->region_lock);
+
+		if (reserved) {
+			err = md_region_alloc(pool->dev, size, pool->align, r);
+		} else {
+			err = -ENOMEM;
+			md_pool_limit_hit = true;
+		}
+
+		if (reserved) {
+			pthread_mutex_lock(&pool->region_lock);
+			if (err) {
+				pool->region_total -= size;
+			} else {
+				pool->region_total += r->size - size;
+				if (pool->region_total > pool->region_total_peak)
+					pool->region_total_peak =
+						pool->region_total;
+				pool->region_count[tier]++;
+				pool->region_allocs[tier]++;
+				pool->region_bytes[tier] += r->size;
+				if (pool->region_bytes[tier] >
+				    pool->region_peak[tier])
+					pool->region_peak[tier] =
+						pool->region_bytes[tier];
+			}
+			pthread_mutex_unlock(&pool->region_lock);
+		}
+		if (!err)
+			return 0;
+		if ((err != -ENOMEM && err != -EDQUOT) || size / 2 < min)
+			return err;
+		size /= 2;
+	}
+}
+
+void pool_region_put(struct md_pool *pool, enum md_pool_tier tier,
+		     struct md_region *r)
+{
+	uint64_t size = r->size;
+
+	md_region_free(pool->dev, r);
+	pthread_mutex_lock(&pool->region_lock);
+	pool->region_total -= size;
+	pool->region_count[tier]--;
+	pool->region_frees[tier]++;
+	pool->region_bytes[tier] -= size;
+	pthread_mutex_unlock(&pool->region_lock);
+}
+
+/* ------------------------------------------------------------ slab regions */
+
+static int sregion_carve(struct md_pool *pool, uint64_t size,
+			 struct sregion **out, uint64_t *off)
+{
+	uint64_t units = size / SLAB_MIN;
+	struct sregion *sr;
+	int64_t o = -1;
+	int err;
+
+	pthread_mutex_lock(&pool->sr_lock);
+	for (sr = pool->sregions; sr; sr = sr->next) {
+		o = mbuddy_alloc(&sr->mb, units);
+		if (o >= 0)
+			goto found;
+	}
+	sr = calloc(1, sizeof(*sr));
+	if (!sr) {
+		pthread_mutex_unlock(&pool->sr_lock);
+		return -ENOMEM;
+	}
+	err = pool_region_get(pool, MD_TIER_SLAB, pool->slab_region, size,
+			      &sr->r);
+	if (!err) {
+		err = mbuddy_init(&sr->mb, ceil_log2(sr->r.size / SLAB_MIN));
+		if (err)
+			pool_region_put(pool, MD_TIER_SLAB, &sr->r);
+	}
+	if (err) {
+		pthread_mutex_unlock(&pool->sr_lock);
+		free(sr);
+		return err;
+	}
+	sr->next = pool->sregions;
+	pool->sregions = sr;
+	o = mbuddy_alloc(&sr->mb, units);
+found:
+	sr->slabs++;
+	*out = sr;
+	*off = (uint64_t)o * SLAB_MIN;
+	pthread_mutex_unlock(&pool->sr_lock);
+	return 0;
+}
+
+static void sregion_uncarve(struct md_pool *pool, struct sregion *sr,
+			    uint64_t off, uint64_t size)
+{
+	pthread_mutex_lock(&pool->sr_lock);
+	mbuddy_free(&sr->mb, off / SLAB_MIN, size / SLAB_MIN);
+	sr->slabs--;
+	pthread_mutex_unlock(&pool->sr_lock);
+}
+
+/* Empty slab regions back to the device. */
+static void sregions_release_empty(struct md_pool *pool,
+				   struct md_cleaner_report *rep)
+{
+	struct sregion **pp, *sr;
+
+	pthread_mutex_lock(&pool->sr_lock);
+	for (pp = &pool->sregions; (sr = *pp); ) {
+		if (sr->slabs) {
+			pp = &sr->next;
+			continue;
+		}
+		*pp = sr->next;
+		if (rep) {
+			rep->regions_released++;
+			rep->region_bytes_released += sr->r.size;
+		}
+		pool_region_put(pool, MD_TIER_SLAB, &sr->r);
+		mbuddy_fini(&sr->mb);
+		free(sr);
+	}
+	pthread_mutex_unlock(&pool->sr_lock);
+}
+
+/* ------------------------------------------------------------ slabs */
+
+static void partial_add(struct slab_class *sc, struct slab *s)
+{
+	s->pprev = NULL;
+	s->pnext = sc->partial;
+	if (sc->partial)
+		sc->partial->pprev = s;
+	sc->partial = s;
+	s->partial = true;
+}
+
+static void partial_del(struct slab_class *sc, struct slab *s)
+{
+	if (s->pprev)
+		s->pprev->pnext = s->pnext;
+	else
+		sc->partial = s->pnext;
+	if (s->pnext)
+		s->pnext->pprev = s->pprev;
+	s->pnext = s->pprev = NULL;
+	s->partial = false;
+}
+
+static struct slab *slab_host_new(struct md_pool *pool, struct slab_class *sc)
+{
+	struct slab *s = calloc(1, sizeof(*s));
+	uint32_t i;
+
+	if (!s)
+		return NULL;
+	s->stack = malloc(sizeof(*s->stack) * sc->nslots);
+	s->blocks = calloc(sc->nslots, sizeof(*s->blocks));
+	if (!s->stack || !s->blocks) {
+		free(s->stack);
+		free(s->blocks);
+		free(s);
+		return NULL;
+	}
+	s->sc = sc;
+	s->nfree = sc->nslots;
+	for (i = 0; i < sc->nslots; i++) {
+		struct md_pool_block *b = &s->blocks[i];
+
+		s->stack[i] = sc->nslots - 1 - i;	/* slot 0 on top */
+		b->pool = pool;
+		b->owner = s;
+		b->cls = (uint32_t)(sc - pool->cls);
+		b->tier = MD_TIER_SLAB;
+		b->size = sc->size;
+	}
+	return s;
+}
+
+/* A slab with device memory for @sc (class lock held). */
+static int slab_new(struct md_pool *pool, struct slab_class *sc,
+		    struct slab **out)
+{
+	struct slab *s = sc->spare;
+	struct sregion *sr;
+	uint64_t off;
+	uint32_t i;
+	int err;
+
+	if (s) {
+		sc->spare = s->pnext;
+		s->pnext = NULL;
+	} else {
+		s = slab_host_new(pool, sc);
+		if (!s)
+			return -ENOMEM;
+	}
+	if (sc->nall == sc->all_cap) {
+		uint32_t cap = sc->all_cap ? sc->all_cap * 2 : 8;
+		struct slab **all = realloc(sc->all, cap * sizeof(*all));
+
+		if (!all) {
+			err = -ENOMEM;
+			goto spare;
+		}
+		sc->all = all;
+		sc->all_cap = cap;
+	}
+	err = sregion_carve(pool, sc->slab_size, &sr, &off);
+	if (err)
+		goto spare;
+	s->region = sr;
+	s->off = off;
+	/* Every slot is RECYCLED or never used, and on the stack. */
+	for (i = 0; i < sc->nslots; i++) {
+		struct md_pool_block *b = &s->blocks[i];
+
+		b->dev_va = sr->r.dev_va + off + i * sc->size;
+		b->cpu = sr->r.cpu ? (char *)sr->r.cpu + off + i * sc->size :
+				     NULL;
+	}
+	s->index = sc->nall;
+	sc->all[sc->nall++] = s;
+	partial_add(sc, s);
+	*out = s;
+	return 0;
+spare:
+	s->pnext = sc->spare;
+	sc->spare = s;
+	return err;
+}
+
+/* Up to @want free blocks of @sc into @items (class lock held). */
+static int central_take(struct md_pool *pool, struct slab_class *sc,
+			struct md_pool_block **items, uint32_t want,
+			uint32_t *got)
+{
+	uint32_t n = 0;
+	int err = 0;
+
+	while (n < want) {
+		struct slab *s = sc->partial;
+
+		if (!s) {
+			err = slab_new(pool, sc, &s);
+			if (err)
+				break;
+		}
+		while (s->nfree && n < want)
+			items[n++] = &s->blocks[s->stack[--s->nfree]];
+		if (!s->nfree)
+			partial_del(sc, s);
+	}
+	*got = n;
+	return n ? 0 : err;
+}
+
+/* RECYCLED blocks back on their slabs (class lock held). */
+static void central_put(struct slab_class *sc, struct md_pool_block **items,
+			uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		struct md_pool_block *b = items[i];
+		struct slab *s = b->owner;
+
+		s->stack[s->nfree++] = (uint32_t)(b - s->blocks);
+		if (!s->partial)
+			partial_add(sc, s);
+	}
+}
+
+/* Empty slabs of @sc back to their regions (class lock held). */
+static void slabs_release_empty(struct md_pool *pool, struct slab_class *sc,
+				struct md_cleaner_report *rep)
+{
+	uint32_t i = sc->nall;
+
+	while (i-- > 0) {
+		struct slab *s = sc->all[i];
+
+		if (s->nfree != sc->nslots)
+			continue;
+		if (s->partial)
+			partial_del(sc, s);
+		sc->all[i] = sc->all[--sc->nall];
+		sc->all[i]->index = i;
+		sregion_uncarve(pool, s->region, s->off, sc->slab_size);
+		s->region = NULL;
+		s->pnext = sc->spare;
+		sc->spare = s;
+		if (rep)
+			rep->slabs_released++;
+	}
+}
+
+void pool_slab_clean(struct md_pool *pool, bool recycle,
+		     struct md_cleaner_report *rep)
+{
+	struct tc_cell *cell = NULL;
+	bool locked = false;
+	uint32_t c, i, j;
+
+	if (recycle)
+		cell = pool_cell_get(pool, &locked);
+	for (c = 0; c < pool->nclasses; c++) {
+		struct slab_class *sc = &pool->cls[c];
+
+		pthread_mutex_lock(&sc->lock);
+		for (i = 0; recycle && i < sc->nall; i++) {
+			struct slab *s = sc->all[i];
+
+			for (j = 0; j < sc->nslots; j++) {
+				struct md_pool_block *b = &s->blocks[j];
+
+				if (!pool_recycle_released(b))
+					continue;
+				count_free(pool, cell, MD_TIER_SLAB, b->size,
+					   RLD(b->requested));
+				central_put(sc, &b, 1);
+				if (rep) {
+					rep->recycled_blocks++;
+					rep->recycled_bytes += b->size;
+				}
+			}
+		}
+		slabs_release_empty(pool, sc, rep);
+		pthread_mutex_unlock(&sc->lock);
+	}
+	if (recycle)
+		pool_cell_put(pool, locked);
+	sregions_release_empty(pool, rep);
+}
+
+int pool_slab_walk(struct md_pool *pool, blk_fn fn, void *arg)
+{
+	struct blk_rec r;
+	uint32_t c, i, j;
+	int err = 0;
+
+	for (c = 0; c < pool->nclasses && !err; c++) {
+		struct slab_class *sc = &pool->cls[c];
+
+		pthread_mutex_lock(&sc->lock);
+		for (i = 0; i < sc->nall && !err; i++)
+			for (j = 0; j < sc->nslots && !err; j++)
+				if (blk_read(&sc->all[i]->blocks[j], &r))
+					err = fn(arg, &r);
+		pthread_mutex_unlock(&sc->lock);
+	}
+	return err;
+}
+
+/*
+ * The slab tier's largest free extent: the largest class with a free slot
+ * (on a slab or in a thread's cache) or the largest uncarved span.
+ */
+uint64_t pool_slab_largest_free(struct md_pool *pool)
+{
+	uint64_t best = 0;
+	struct sregion *sr;
+	struct tcache *tc;
+	uint32_t c;
+
+	pthread_mutex_lock(&pool->sr_lock);
+	for (sr = pool->sregions; sr; sr = sr->next) {
+		uint64_t l = mbuddy_largest(&sr->mb) * SLAB_MIN;
+
+		best = l > best ? l : best;
+	}
+	pthread_mutex_unlock(&pool->sr_lock);
+
+	pthread_mutex_lock(&md_pool_reg_lock);
+	for (c = pool->nclasses; c-- > 0; ) {
+		struct slab_class *sc = &pool->cls[c];
+		bool any;
+
+		if (sc->size <= best)
+			break;
+		pthread_mutex_lock(&sc->lock);
+		any = sc->partial != NULL;
+		pthread_mutex_unlock(&sc->lock);
+		for (tc = pool->tcaches; tc && !any; tc = tc->pnext)
+			any = RLD(tc->bins[c].n) != 0;
+		if (any) {
+			best = sc->size;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&md_pool_reg_lock);
+	return best;
+}
+
+/* ------------------------------------------------------------ thread caches */
+
+static void bins_flush(struct md_pool *pool, struct tcache *tc)
+{
+	uint32_t c;
+
+	for (c = 0; c < pool->nclasses; c++) {
+		struct tc_bin *bin = &tc->bins[c];
+		uint32_t n = RLD(bin->n);
+
+		if (!n)
+			continue;
+		pthread_mutex_lock(&pool->cls[c].lock);
+		central_put(&pool->cls[c], bin->items, n);
+		pthread_mutex_unlock(&pool->cls[c].lock);
+		RST(bin->n, 0);
+	}
+}
+
+/* A thread leaves: its cached blocks and figures go back to the pool. */
+static void tc_retire(struct md_pool *pool, struct tcache *tc)
+{
+	bins_flush(pool, tc);
+	publish_pending(pool, &tc->cell);
+	cell_add(&pool->retired, &tc->cell);
+	if (tc->pprev)
+		tc->pprev->pnext = tc->pnext;
+	else
+		pool->tcaches = tc->pnext;
+	if (tc->pnext)
+		tc->pnext->pprev = tc->pprev;
+}
+
+static void tc_thread_exit(void *arg)
+{
+	struct tcache *tc, *next;
+
+	(void)arg;
+	pthread_mutex_lock(&md_pool_reg_lock);
+	for (tc = tls_list; tc; tc = next) {
+		struct md_pool *pool = atomic_load(&tc->pool);
+
+		next = tc->tnext;
+		if (pool)
+			tc_retire(pool, tc);
+		free(tc);
+	}
+	tls_list = NULL;
+	tls_last = NULL;
+	pthread_mutex_unlock(&md_pool_reg_lock);
+}
+
+static void tc_key_create(void)
+{
+	pthread_key_create(&tc_key, tc_thread_exit);
+}
+
+/* Free this thread's caches of pools that are gone (registry lock held). */
+static void tc_prune(void)
+{
+	struct tcache **pp, *tc;
+
+	for (pp = &tls_list; (tc = *pp); ) {
+		if (atomic_load(&tc->pool)) {
+			pp = &tc->tnext;
+			continue;
+		}
+		*pp = tc->tnext;
+		if (tls_last == tc)
+			tls_last = NULL;
+		free(tc);
+	}
+}
+
+static struct tcache *__attribute__((noinline))
+tcache_slow(struct md_pool *pool)
+{
+	struct tcache *tc;
+	size_t size, items = 0;
+	uint32_t c;
+
+	pthread_once(&tc_once, tc_key_create);
+	pthread_mutex_lock(&md_pool_reg_lock);
+	tc_prune();
+	for (tc = tls_list; tc; tc = tc->tnext)
+		if (tc->pool_id == pool->id)
+			goto out;
+
+	for (c = 0; c < pool->nclasses; c++)
+		items += pool->cls[c].tc_cap;
+	size = sizeof(*tc) + pool->nclasses * sizeof(struct tc_bin) +
+	       items * sizeof(struct md_pool_block *);
+	tc = calloc(1, size);
+	if (!tc)
+		goto out;
+	tc->pool_id = pool->id;
+	atomic_init(&tc->pool, pool);
+	tc->epoch = atomic_load(&pool->epoch);
+	items = 0;
+	for (c = 0; c < pool->nclasses; c++) {
+		tc->bins[c].cap = pool->cls[c].tc_cap;
+		tc->bins[c].items = (struct md_pool_block **)
+			&tc->bins[pool->nclasses] + items;
+		items += pool->cls[c].tc_cap;
+	}
+	tc->pnext = pool->tcaches;
+	if (pool->tcaches)
+		pool->tcaches->pprev = tc;
+	pool->tcaches = tc;
+	tc->tnext = tls_list;
+	tls_list = tc;
+out:
+	pthread_mutex_unlock(&md_pool_reg_lock);
+	if (tc) {
+		if (!tls_key_set && !pthread_setspecific(tc_key, (void *)1))
+			tls_key_set = true;
+		tls_last = tc;
+	}
+	return tc;
+}
+
+static inline struct tcache *tcache_get(struct md_pool *pool)
+{
+	struct tcache *tc = tls_last;
+
+	if (likely(tc && tc->pool_id == pool->id)) {
+		uint32_t e = atomic_load_explicit(&pool->epoch,
+						  memory_order_relaxed);
+
+		if (unlikely(tc->epoch != e)) {
+			bins_flush(pool, tc);
+			tc->epoch = e;
+		}
+		return tc;
+	}
+	return tcache_slow(pool);
+}
+
+void pool_flush_own(struct md_pool *pool)
+{
+	struct tcache *tc;
+
+	atomic_fetch_add(&pool->epoch, 1);
+	tc = tcache_get(pool);	/* flushes it: the epoch moved */
+	if (tc)
+		publish_pending(pool, &tc->cell);
+}
+
+struct tc_cell *pool_cell_get(struct md_pool *pool, bool *locked)
+{
+	struct tcache *tc = tcache_get(pool);
+
+	*locked = !tc;
+	if (tc)
+		return &tc->cell;
+	pthread_mutex_lock(&pool->orphan_lock);
+	return &pool->orphan;
+}
+
+void pool_cell_put(struct md_pool *pool, bool locked)
+{
+	if (locked)
+		pthread_mutex_unlock(&pool->orphan_lock);
+}
+
+/* ------------------------------------------------------------ slab tier */
+
+static int __attribute__((noinline))
+bin_refill(struct md_pool *pool, struct tc_bin *bin, struct slab_class *sc)
+{
+	uint32_t got;
+	int err;
+
+	pthread_mutex_lock(&sc->lock);
+	err = central_take(pool, sc, bin->items, bin->cap / 2 ? bin->cap / 2 : 1,
+			   &got);
+	pthread_mutex_unlock(&sc->lock);
+	if (!err)
+		RST(bin->n, got);
+	return err;
+}
+
+static void __attribute__((noinline))
+bin_flush_half(struct slab_class *sc, struct tc_bin *bin)
+{
+	uint32_t n = RLD(bin->n), h = n / 2 ? n / 2 : 1;
+
+	pthread_mutex_lock(&sc->lock);
+	central_put(sc, bin->items, h);
+	pthread_mutex_unlock(&sc->lock);
+	memmove(bin->items, bin->items + h, (n - h) * sizeof(*bin->items));
+	RST(bin->n, n - h);
+}
+
+static inline int slab_alloc(struct md_pool *pool, uint64_t size,
+			     const struct md_alloc_opts *opts,
+			     struct md_buf *out)
+{
+	uint64_t u = (size + pool->unit - 1) >> pool->lg_unit;
+	struct slab_class *sc = &pool->cls[cls_index(u)];
+	struct tcache *tc = tcache_get(pool);
+	struct md_pool_block *b;
+	struct tc_cell *cell;
+	uint32_t got;
+	int err;
+
+	if (likely(tc && sc->tc_cap)) {
+		struct tc_bin *bin = &tc->bins[sc - pool->cls];
+		uint32_t n = RLD(bin->n);
+
+		if (unlikely(!n)) {
+			err = bin_refill(pool, bin, sc);
+			if (err)
+				return err;
+			n = RLD(bin->n);
+		}
+		b = bin->items[--n];
+		RST(bin->n, n);
+	} else {
+		pthread_mutex_lock(&sc->lock);
+		err = central_take(pool, sc, &b, 1, &got);
+		pthread_mutex_unlock(&sc->lock);
+		if (err)
+			return err;
+	}
+	err = hand_out(pool, b, size, opts, out);
+	if (unlikely(err))
+		return err;
+	if (likely(tc)) {
+		count_alloc(pool, &tc->cell, MD_TIER_SLAB, b->size, size);
+	} else {
+		bool locked;
+
+		cell = pool_cell_get(pool, &locked);
+		count_alloc(pool, cell, MD_TIER_SLAB, b->size, size);
+		pool_cell_put(pool, locked);
+	}
+	return 0;
+}
+
+static inline void slab_free(struct md_pool *pool, struct md_pool_block *b,
+			     uint64_t req)
+{
+	struct slab_class *sc = &pool->cls[b->cls];
+	struct tcache *tc = tcache_get(pool);
+	struct tc_cell *cell;
+	bool locked;
+
+	if (likely(tc && sc->tc_cap)) {
+		struct tc_bin *bin = &tc->bins[b->cls];
+		uint32_t n = RLD(bin->n);
+
+		if (unlikely(n == bin->cap)) {
+			bin_flush_half(sc, bin);
+			n = RLD(bin->n);
+		}
+		bin->items[n] = b;
+		RST(bin->n, n + 1);
+		count_free(pool, &tc->cell, MD_TIER_SLAB, b->size, req);
+		return;
+	}
+	pthread_mutex_lock(&sc->lock);
+	central_put(sc, &b, 1);
+	pthread_mutex_unlock(&sc->lock);
+	if (likely(tc)) {
+		count_free(pool, &tc->cell, MD_TIER_SLAB, b->size, req);
+		return;
+	}
+	cell = pool_cell_get(pool, &locked);
+	count_free(pool, cell, MD_TIER_SLAB, b->size, req);
+	pool_cell_put(pool, locked);
+}
+
+/* ------------------------------------------------------------ the API */
+
+static int xtier_alloc(struct md_pool *pool, uint64_t size,
+		       const struct md_alloc_opts *opts, struct md_buf *out)
+{
+	enum md_pool_tier tier = md_pool_tier_of(size);
+	struct md_pool_block *b;
+	struct tc_cell *cell;
+	bool locked;
+	int err;
+
+	if (tier == MD_TIER_BUDDY)
+		err = pool_buddy_alloc(pool, size, &b);
+	else
+		err = pool_large_alloc(pool, size, &b);
+	if (err)
+		return err;
+	err = hand_out(pool, b, size, opts, out);
+	if (err)
+		return err;
+	cell = pool_cell_get(pool, &locked);
+	count_alloc(pool, cell, tier, b->size, size);
+	pool_cell_put(pool, locked);
+	return 0;
+}
+
+static int alloc_once(struct md_pool *pool, uint64_t size,
+		      const struct md_alloc_opts *opts, struct md_buf *out)
+{
+	if (size < MD_POOL_SLAB_LIMIT)
+		return slab_alloc(pool, size, opts, out);
+	return xtier_alloc(pool, size, opts, out);
+}
+
+/* The block a request of @size would take. */
+static uint64_t block_size(struct md_pool *pool, uint64_t size)
+{
+	uint64_t g;
+
+	switch (md_pool_tier_of(size)) {
+	case MD_TIER_SLAB:
+		return pool->cls[cls_index((size + pool->unit - 1) >>
+					   pool->lg_unit)].size;
+	case MD_TIER_BUDDY:
+		g = pool->granule;
+		break;
+	default:
+		g = pool->align > pool->page ? pool->align : pool->page;
+		break;
+	}
+	return (size + g - 1) & ~(g - 1);
+}
+
+static int __attribute__((noinline))
+alloc_retry(struct md_pool *pool, uint64_t size,
+	    const struct md_alloc_opts *opts, struct md_buf *out)
+{
+	int err;
+
+	/* Cached memory back to the device, then once more. */
+	pool_reclaim(pool);
+	md_pool_limit_hit = false;
+	err = alloc_once(pool, size, opts, out);
+	if (err == -ENOMEM || err == -EDQUOT) {
+		enum md_pool_tier tier = md_pool_tier_of(size);
+
+		atomic_fetch_add(&pool->oom_count[tier], 1);
+		pool_oom_fill(pool, tier, size, block_size(pool, size), err,
+			      md_pool_limit_hit, opts ? opts->oom : NULL);
+	}
+	return err;
+}
+
+MD_API int md_alloc_ex(struct md_pool *pool, uint64_t size,
+		       const struct md_alloc_opts *opts, struct md_buf *out)
+{
+	int err;
+
+	if (unlikely(!size || size > MAX_REQUEST))
+		return -EINVAL;
+	if (likely(size < MD_POOL_SLAB_LIMIT))
+		err = slab_alloc(pool, size, opts, out);
+	else
+		err = xtier_alloc(pool, size, opts, out);
+	if (likely(!err))
+		return 0;
+	if (err != -ENOMEM && err != -EDQUOT)
+		return err;
+	return alloc_retry(pool, size, opts, out);
+}
+
+MD_API int md_alloc(struct md_pool *pool, uint64_t size, struct md_buf *out)
+{
+	return md_alloc_ex(pool, size, NULL, out);
+}
+
+MD_API int md_free(struct md_pool *pool, const struct md_buf *buf)
+{
+	struct md_pool_block *b = buf ? buf->block : NULL;
+	struct tc_cell *cell;
+	uint64_t req, size;
+	bool locked;
+	int err;
+
+	if (unlikely(!b || b->pool != pool))
+		return violate(pool, MD_POOL_BAD_HANDLE, MD_REUSE_RECYCLE, buf,
+			       NULL, 0, -EINVAL);
+	err = free_cas(pool, buf, b);
+	if (unlikely(err))
+		return err;
+	req = RLD(b->requested);
+	if (likely(b->tier == MD_TIER_SLAB)) {
+		slab_free(pool, b, req);
+		return 0;
+	}
+	size = b->size;
+	if (b->tier == MD_TIER_BUDDY)
+		pool_buddy_free(pool, b);
+	else
+		pool_large_free(pool, b);
+	cell = pool_cell_get(pool, &locked);
+	count_free(pool, cell, b->tier, size, req);
+	pool_cell_put(pool, locked);
+	return 0;
+}
+
+/* ------------------------------------------------------------ create, destroy */
+
+MD_API int md_pool_create(struct md_device *dev,
+			  const struct md_pool_config *cfg,
+			  struct md_pool **out)
+{
+	uint64_t align = cfg && cfg->align ? cfg->align : md_device_align(dev);
+	uint64_t unit, umax, granule, sr_size, br_size, maxcls;
+	struct md_pool *pool;
+	uint32_t n, c;
+
+	*out = NULL;
+	if (!pow2(align) || align > MD_POOL_BUDDY_LIMIT)
+		return -EINVAL;
+	unit = align > SLAB_UNIT_MIN ? align : SLAB_UNIT_MIN;
+	umax = (MD_POOL_SLAB_LIMIT - 1 + unit - 1) / unit;
+	n = cls_index(umax) + 1;
+	if (n > MAX_CLASSES)
+		return -EINVAL;
+	maxcls = cls_units(n - 1) * unit;
+	granule = align > SLAB_MIN ? align : SLAB_MIN;
+
+	sr_size = cfg && cfg->slab_region ? cfg->slab_region : 8ull << 20;
+	if (!(cfg && cfg->slab_region) && sr_size < pow2_ceil(maxcls))
+		sr_size = pow2_ceil(maxcls);
+	if (!pow2(sr_size) || sr_size < (1ull << 20) ||
+	    sr_size < pow2_ceil(maxcls))
+		return -EINVAL;
+	br_size = cfg && cfg->buddy_region ? cfg->buddy_region : 64ull << 20;
+	if (!(cfg && cfg->buddy_region) && br_size < 4 * granule)
+		br_size = 4 * granule;
+	if (!pow2(br_size) || br_size < MD_POOL_BUDDY_LIMIT ||
+	    br_size < granule)
+		return -EINVAL;
+
+	pool = calloc(1, sizeof(*pool) + n * sizeof(pool->cls[0]));
+	if (!pool)
+		return -ENOMEM;
+	pool->id = atomic_fetch_add(&next_pool_id, 1) + 1;
+	pool->nclasses = n;
+	pool->unit = unit;
+	pool->lg_unit = __builtin_ctzll(unit);
+	pool->align = align;
+	pool->page = md_device_page_size(dev);
+	pool->granule = granule;
+	pool->slab_region = sr_size;
+	pool->buddy_region = br_size;
+	pool->limit = cfg ? cfg->limit : 0;
+	pool->flags = cfg ? cfg->flags : 0;
+	pool->handler = cfg ? cfg->handler : NULL;
+	pool->handler_arg = cfg ? cfg->handler_arg : NULL;
+	pool->dev = dev;
+	pthread_mutex_init(&pool->orphan_lock, NULL);
+	pthread_mutex_init(&pool->region_lock, NULL);
+	pthread_mutex_init(&pool->sr_lock, NULL);
+	pthread_mutex_init(&pool->oom_lock, NULL);
+	pthread_mutex_init(&pool->buddy.lock, NULL);
+	pthread_mutex_init(&pool->large.lock, NULL);
+	for (c = 0; c < n; c++) {
+		struct slab_class *sc = &pool->cls[c];
+		uint64_t ss = pow2_ceil(8 * cls_units(c) * unit);
+
+		pthread_mutex_init(&sc->lock, NULL);
+		sc->size = cls_units(c) * unit;
+		if (ss < SLAB_MIN)
+			ss = SLAB_MIN;
+		if (ss > sr_size)
+			ss = sr_size;
+		sc->slab_size = ss;
+		sc->nslots = (uint32_t)(ss / sc->size);
+		if (!(pool->flags & MD_POOL_NO_TCACHE) &&
+		    sc->size <= TCACHE_MAX) {
+			uint64_t cap = TCACHE_BYTES / sc->size;
+
+			sc->tc_cap = cap < 4 ? 4 : cap > 64 ? 64 : (uint32_t)cap;
+		}
+	}
+	pthread_mutex_lock(&md_pool_list_lock);
+	pool->next = md_pool_list;
+	md_pool_list = pool;
+	pthread_mutex_unlock(&md_pool_list_lock);
+	*out = pool;
+	return 0;
+}
+
+static void slab_host_free(struct slab *s)
+{
+	free(s->stack);
+	free(s->blocks);
+	free(s);
+}
+
+MD_API void md_pool_destroy(struct md_pool *pool)
+{
+	struct md_pool **pp;
+	struct sregion *sr;
+	struct tcache *tc;
+	uint32_t c, i;
+
+	if (!pool)
+		return;
+	pthread_mutex_lock(&md_pool_list_lock);
+	for (pp = &md_pool_list; *pp; pp = &(*pp)->next) {
+		if (*pp == pool) {
+			*pp = pool->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&md_pool_list_lock);
+
+	/* Other threads free their caches of it when they next look. */
+	pthread_mutex_lock(&md_pool_reg_lock);
+	for (tc = pool->tcaches; tc; tc = tc->pnext)
+		atomic_store(&tc->pool, NULL);
+	pool->tcaches = NULL;
+	tc_prune();
+	pthread_mutex_unlock(&md_pool_reg_lock);
+
+	for (c = 0; c < pool->nclasses; c++) {
+		struct slab_class *sc = &pool->cls[c];
+		struct slab *s;
+
+		for (i = 0; i < sc->nall; i++)
+			slab_host_free(sc->all[i]);
+		while ((s = sc->spare)) {
+			sc->spare = s->pnext;
+			slab_host_free(s);
+		}
+		free(sc->all);
+		pthread_mutex_destroy(&sc->lock);
+	}
+	while ((sr = pool->sregions)) {
+		pool->sregions = sr->next;
+		md_region_free(pool->dev, &sr->r);
+		mbuddy_fini(&sr->mb);
+		free(sr);
+	}
+	pool_xtier_destroy(pool, &pool->buddy);
+	pool_xtier_destroy(pool, &pool->large);
+	pthread_mutex_destroy(&pool->orphan_lock);
+	pthread_mutex_destroy(&pool->region_lock);
+	pthread_mutex_destroy(&pool->sr_lock);
+	pthread_mutex_destroy(&pool->oom_lock);
+	pthread_mutex_destroy(&pool->buddy.lock);
+	pthread_mutex_destroy(&pool->large.lock);
+	free(pool);
+}
+
+MD_API struct md_device *md_pool_device(const struct md_pool *pool)
+{
+	return pool->dev;
+}
+
+MD_API uint64_t md_pool_align(const struct md_pool *pool)
+{
+	return pool->align;
+}

@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Tiered pools (include/metadef/pool.h): what the pool's files share.
+ * lib/runtime.md describes the design.
+ *
+ *   pool.c        creation, the reuse transitions, stats cells, regions,
+ *                 thread caches, the slab tier, the API entry points
+ *   pool_xtier.c  the buddy and large tiers
+ *   pool_buddy.c  the binary buddy both the slab regions and the buddy
+ *                 tier use
+ *   pool_stats.c  stats, OOM reports, snapshots, the cleaner
+ */
+#ifndef METADEF_POOL_INTERNAL_H
+#define METADEF_POOL_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <metadef/pool.h>
+
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+
+#define RLD(x)		atomic_load_explicit(&(x), memory_order_relaxed)
+#define RST(x, v)	atomic_store_explicit(&(x), (v), memory_order_relaxed)
+/* Single-writer counters: a plain load and store, no locked instruction. */
+#define RADD(x, v)	RST(x, RLD(x) + (v))
+
+/* ------------------------------------------------------------ buddy */
+
+#define MB_ORDERS	48
+
+/*
+ * A binary buddy over [0, 2^order) units, all of its metadata in host
+ * memory: bit i of bits[k] set means the block of order k starting at unit
+ * i << k is free. No locks inside.
+ */
+struct mbuddy {
+	unsigned int order;
+	uint64_t free_units;
+	uint64_t nfree[MB_ORDERS];
+	uint64_t *bits[MB_ORDERS];
+	uint64_t *mem;
+};
+
+int mbuddy_init(struct mbuddy *b, unsigned int order);
+void mbuddy_fini(struct mbuddy *b);
+/*
+ * mbuddy_alloc() - @units units at an offset aligned to the next power of
+ * two of @units; the tail of that power of two is given back at once.
+ * Return: the offset in units, or -1 if nothing fits.
+ */
+int64_t mbuddy_alloc(struct mbuddy *b, uint64_t units);
+/* mbuddy_free() - give back what mbuddy_alloc(@units) returned at @off. */
+void mbuddy_free(struct mbuddy *b, uint64_t off, uint64_t units);
+/* mbuddy_largest() - units of the largest free block (0 if none). */
+uint64_t mbuddy_largest(const struct mbuddy *b);
+
+/* ------------------------------------------------------------ blocks */
+
+#define STATE_MASK	0xffull
+#define HOLDER_SHIFT	8
+#define HOLDER_MASK	((uint64_t)MD_BLOCK_MAX_HOLDERS << HOLDER_SHIFT)
+#define GEN_SHIFT	32
+
+/* The word of struct md_block_sync, as reuse.h documents it. */
+static inline uint64_t w_pack(enum md_block_state s, uint32_t holders,
+			      uint32_t gen)
+{
+	return (uint64_t)s | (uint64_t)holders << HOLDER_SHIFT |
+	       (uint64_t)gen << GEN_SHIFT;
+}
+
+static inline enum md_block_state w_state(uint64_t w)
+{
+	return (enum md_block_state)(w & STATE_MASK);
+}
+
+static inline uint32_t w_holders(uint64_t w)
+{
+	return (uint32_t)((w & HOLDER_MASK) >> HOLDER_SHIFT);
+}
+
+static inline uint32_t w_gen(uint64_t w)
+{
+	return (uint32_t)(w >> GEN_SHIFT);
+}
+
+/*
+ * The host-side descriptor of one block. The word is 0 until the
+ * descriptor's first life (never handed out). dev_va, cpu and size change
+ * only while the block is RECYCLED and off every free list (under its
+ * tier's lock); requested, tag and site are written before the transition
+ * to ALLOCATED that publishes them, and read by snapshots seqlock-style
+ * (word, fields, word again). pool, cls and tier never change.
+ */
+struct md_pool_block {
+	struct md_block_sync sync;
+	uint64_t dev_va;
+	char *cpu;
+	uint64_t size;
+	_Atomic uint64_t requested;
+	_Atomic(const char *) tag;
+	_Atomic(const char *) site;
+	void *owner;		/* struct slab, struct bregion or NULL */
+	struct md_pool *pool;
+	uint32_t cls;		/* slab size class */
+	uint32_t tier;
+};
+
+/* One live block as snapshots and the cleaner see it. */
+struct blk_rec {
+	uint64_t dev_va, size, requested;
+	const char *tag, *site;
+	uint32_t tier, state, holders, generation;
+};
+
+/*
+ * Read @b consistently (the caller holds its tier's lock, so dev_va and
+ * size are stable). Return: false if it is not live (never used or
+ * RECYCLED) or was recycled while being read.
+ */
+static inline bool blk_read(const struct md_pool_block *b, struct blk_rec *r)
+{
+	uint64_t w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
+	uint64_t w2;
+
+	if (!w || w_state(w) == MD_BLOCK_RECYCLED)
+		return false;
+	r->requested = RLD(((struct md_pool_block *)b)->requested);
+	r->tag = RLD(((struct md_pool_block *)b)->tag);
+	r->site = RLD(((struct md_pool_block *)b)->site);
+	atomic_thread_fence(memory_order_acquire);
+	w2 = atomic_load_explicit(&b->sync.word, memory_order_relaxed);
+	if (w_gen(w2) != w_gen(w) || w_state(w2) == MD_BLOCK_RECYCLED)
+		return false;
+	r->dev_va = b->dev_va;
+	r->size = b->size;
+	r->tier = b->tier;
+	r->state = w_state(w2);
+	r->holders = w_holders(w2);
+	r->generation = w_gen(w2);
+	return true;
+}
+
+typedef int (*blk_fn)(void *arg, const struct blk_rec *r);
+
+/* ------------------------------------------------------------ slab tier */
+
+#define SLAB_MIN	(64ull << 10)	/* smallest slab, slab-region granule */
+#define SLAB_UNIT_MIN	64ull		/* smallest class */
+#define MAX_CLASSES	96
+#define TCACHE_MAX	(64ull << 10)	/* classes above are not cached */
+#define TCACHE_BYTES	(256ull << 10)	/* bytes a full bin holds at most */
+
+struct sregion {
+	struct md_region r;
+	struct mbuddy mb;	/* granules of SLAB_MIN */
+	uint32_t slabs;		/* carved */
+	struct sregion *next;
+};
+
+struct slab_class;
+
+struct slab {
+	struct slab_class *sc;
+	struct sregion *region;	/* NULL: detached, on the spare list */
+	uint64_t off;		/* in the region */
+	uint32_t nfree;		/* on @stack */
+	uint32_t index;		/* in sc->all */
+	struct slab *pnext, *pprev;	/* partial list; pnext: spare list */
+	bool partial;
+	uint32_t *stack;	/* free slot indices (central) */
+	struct md_pool_block *blocks;
+};
+
+struct slab_class {
+	pthread_mutex_t lock;
+	uint64_t size;
+	uint64_t slab_size;
+	uint32_t nslots;
+	uint32_t tc_cap;	/* thread cache bin capacity, 0: none */
+	struct slab *partial;	/* slabs with free slots */
+	struct slab **all;	/* slabs with device memory */
+	uint32_t nall, all_cap;
+	struct slab *spare;	/* detached slabs: descriptors kept */
+};
+
+/* ------------------------------------------------------------ buddy, large */
+
+/* A descriptor of the buddy or large tier, with its place. */
+struct xblock {
+	struct md_pool_block b;
+	struct xblock *next, *prev;	/* live, cached or spare list */
+	uint64_t off, units;		/* buddy: in the region, in granules */
+	struct md_region r;		/* large: its region */
+};
+
+struct bregion {
+	struct md_region r;
+	struct mbuddy mb;
+	uint32_t blocks;
+	struct bregion *next;
+};
+
+struct xtier {
+	pthread_mutex_t lock;
+	struct xblock *live;	/* handed out, not recycled */
+	struct xblock *cached;	/* large: recycled, region kept */
+	struct xblock *spare;	/* descriptors without memory */
+	struct bregion *regions;	/* buddy */
+};
+
+/* ------------------------------------------------------------ stats */
+
+/*
+ * Counters one thread writes (relaxed atomics: md_pool_stats() reads them
+ * from other threads). pend_* are the slab tier's bytes and blocks since
+ * the thread last published them to the pool's current/peak figures, with
+ * their running maximum: peaks come out exact when one thread allocates.
+ */
+struct tc_cell {
+	_Atomic uint64_t nalloc[MD_TIER_COUNT], nfree[MD_TIER_COUNT];
+	_Atomic uint64_t balloc[MD_TIER_COUNT], bfree[MD_TIER_COUNT];
+	_Atomic uint64_t ralloc[MD_TIER_COUNT], rfree[MD_TIER_COUNT];
+	_Atomic int64_t pend_b, pmax_b, pend_c, pmax_c;
+};
+
+struct tc_bin {
+	_Atomic uint32_t n;
+	uint32_t cap;
+	struct md_pool_block **items;
+};
+
+/* One thread's cache for one pool. */
+struct tcache {
+	uint64_t pool_id;
+	_Atomic(struct md_pool *) pool;	/* NULL: the pool is gone */
+	uint32_t epoch;
+	struct tcache *pnext, *pprev;	/* the pool's list (registry lock) */
+	struct tcache *tnext;		/* the thread's list (owner only) */
+	struct tc_cell cell;
+	struct tc_bin bins[];
+};
+
+/* Scopes of the published current/peak figures: the tiers, then total. */
+#define SCOPES		(MD_TIER_COUNT + 1)
+#define SCOPE_TOTAL	MD_TIER_COUNT
+
+struct md_pool {
+	/* read-mostly: the fast path */
+	uint64_t id;
+	_Atomic uint32_t epoch;		/* bumped to make threads flush */
+	uint32_t nclasses;
+	uint32_t lg_unit;
+	uint32_t flags;
+	uint64_t unit;
+	uint64_t align;
+	uint64_t page;
+	uint64_t granule;		/* buddy tier */
+	uint64_t slab_region, buddy_region;
+	uint64_t limit;
+	struct md_device *dev;
+	md_pool_handler_t handler;
+	void *handler_arg;
+	struct md_pool *next;		/* every pool (pool list lock) */
+
+	_Atomic int64_t cur_b[SCOPES], peak_b[SCOPES];
+	_Atomic int64_t cur_c[SCOPES], peak_c[SCOPES];
+	_Atomic uint64_t oom_count[MD_TIER_COUNT];
+	_Atomic uint64_t violation[MD_POOL_VIOLATION_KINDS];
+
+	struct tcache *tcaches;		/* registry lock */
+	struct tc_cell retired;		/* exited threads (registry lock) */
+	pthread_mutex_t orphan_lock;	/* a thread without a cache */
+	struct tc_cell orphan;
+
+	pthread_mutex_t region_lock;	/* the counters below */
+	uint64_t region_total;
+	uint64_t region_total_peak;
+	uint64_t region_count[MD_TIER_COUNT], region_bytes[MD_TIER_COUNT];
+	uint64_t region_peak[MD_TIER_COUNT];
+	uint64_t region_allocs[MD_TIER_COUNT], region_frees[MD_TIER_COUNT];
+
+	pthread_mutex_t sr_lock;	/* slab regions */
+	struct sregion *sregions;
+
+	struct xtier buddy, large;
+
+	pthread_mutex_t oom_lock;
+	bool has_oom;
+	struct md_oom_info last_oom;
+
+	struct slab_class cls[];
+};
+
+/* The thread caches' registry and the list of pools. */
+extern pthread_mutex_t md_pool_reg_lock;
+extern pthread_mutex_t md_pool_list_lock;
+extern struct md_pool *md_pool_list;
+/* Set when the pool's limit (not the backend) refused a region. */
+extern __thread bool md_pool_limit_hit;
+
+/* pool.c */
+int pool_region_get(struct md_pool *pool, enum md_pool_tier tier,
+		    uint64_t want, uint64_t min, struct md_region *r);
+void pool_region_put(struct md_pool *pool, enum md_pool_tier tier,
+		     struct md_region *r);
+struct tc_cell *pool_cell_get(struct md_pool *pool, bool *locked);
+void pool_cell_put(struct md_pool *pool, bool locked);
+void pool_count_free(struct md_pool *pool, struct tc_cell *c,
+		     enum md_pool_tier tier, uint64_t size, uint64_t req);
+/* RELEASED -> RECYCLED for the cleaner: true if this call did it. */
+bool pool_recycle_released(struct md_pool_block *b);
+void pool_flush_own(struct md_pool *pool);
+void pool_slab_clean(struct md_pool *pool, bool recycle,
+		     struct md_cleaner_report *rep);
+int pool_slab_walk(struct md_pool *pool, blk_fn fn, void *arg);
+uint64_t pool_slab_largest_free(struct md_pool *pool);
+void pool_sum_cells(struct md_pool *pool, struct tc_cell *sum,
+		    int64_t *peak_b, int64_t *peak_c);
+
+/* pool_xtier.c */
+int pool_buddy_alloc(struct md_pool *pool, uint64_t size,
+		     struct md_pool_block **out);
+void pool_buddy_free(struct md_pool *pool, struct md_pool_block *b);
+int pool_large_alloc(struct md_pool *pool, uint64_t size,
+		     struct md_pool_block **out);
+void pool_large_free(struct md_pool *pool, struct md_pool_block *b);
+void pool_xtier_clean(struct md_pool *pool, struct xtier *t,
+		      enum md_pool_tier tier, bool recycle,
+		      struct md_cleaner_report *rep);
+int pool_xtier_walk(struct md_pool *pool, struct xtier *t, blk_fn fn,
+		    void *arg);
+uint64_t pool_xtier_largest_free(struct md_pool *pool, struct xtier *t,
+				 enum md_pool_tier tier);
+void pool_xtier_destroy(struct md_pool *pool, struct xtier *t);
+
+/* pool_stats.c */
+void pool_oom_fill(struct md_pool *pool, enum md_pool_tier tier,
+		   uint64_t size, uint64_t block, int err, bool limit_hit,
+		   struct md_oom_info *oom);
+/* Cached memory back to the device (no recycling of user blocks). */
+void pool_reclaim(struct md_pool *pool);
+
+#endif /* METADEF_POOL_INTERNAL_H */
