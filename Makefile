@@ -170,7 +170,7 @@ $(B)/demo/region: tools/demo/region.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
 
-bench: bench-buddy bench-plan bench-exact bench-dynamic
+bench: bench-buddy bench-plan bench-exact bench-dynamic bench-alloc
 
 # The offset planner on ../shared/bench (MiniMalloc problems) and 10^5
 # random buffers, against greedy largest-first first-fit.
@@ -199,6 +199,16 @@ bench-dynamic: $(B)/bench/dynamic_bench
 $(B)/bench/dynamic_bench: tools/bench/dynamic_bench.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
+
+# The tiered pools' alloc+free latency against glibc malloc, jemalloc and
+# mimalloc (dlopen()ed when installed: tools/deps.sh bench), same traces.
+.PHONY: bench-alloc
+bench-alloc: $(B)/bench/alloc_bench
+	$(B)/bench/alloc_bench
+
+$(B)/bench/alloc_bench: tools/bench/alloc_bench.c $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD) -ldl -lm
 
 # metadef's buddy allocator against the kernel's drm_buddy, in one VM run.
 bench-buddy:

@@ -24,6 +24,7 @@
 #include "pool_internal.h"
 
 #define TLS_IE		__attribute__((tls_model("initial-exec")))
+#define INLINE		inline __attribute__((always_inline))
 /* Thread-local slab figures are published past this many bytes. */
 #define PUBLISH_BYTES	(1ll << 20)
 #define MAX_REQUEST	(1ull << 62)
@@ -162,7 +163,7 @@ static inline bool cas_w(struct md_pool_block *b, uint64_t *w, uint64_t nw)
  * next generation (a descriptor's first life: 0 -> ALLOCATED). The fields
  * are written first: the transition publishes them.
  */
-static inline int hand_out(struct md_pool *pool, struct md_pool_block *b,
+static INLINE int hand_out(struct md_pool *pool, struct md_pool_block *b,
 			   uint64_t req, const struct md_alloc_opts *opts,
 			   struct md_buf *out)
 {
@@ -199,7 +200,7 @@ static inline int hand_out(struct md_pool *pool, struct md_pool_block *b,
  * md_free()'s transition: ALLOCATED (no holder) or RELEASED -> RECYCLED in
  * one compare-exchange, only in the handle's generation.
  */
-static inline int free_cas(struct md_pool *pool, const struct md_buf *buf,
+static INLINE int free_cas(struct md_pool *pool, const struct md_buf *buf,
 			   struct md_pool_block *b)
 {
 	uint64_t w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
@@ -376,7 +377,7 @@ static void publish_pending(struct md_pool *pool, struct tc_cell *c)
 	RST(c->pmax_c, 0);
 }
 
-static inline void count_alloc(struct md_pool *pool, struct tc_cell *c,
+static INLINE void count_alloc(struct md_pool *pool, struct tc_cell *c,
 			       enum md_pool_tier tier, uint64_t size,
 			       uint64_t req)
 {
@@ -402,7 +403,7 @@ static inline void count_alloc(struct md_pool *pool, struct tc_cell *c,
 	publish(pool, tier, (int64_t)size, (int64_t)size, 1, 1);
 }
 
-static inline void count_free(struct md_pool *pool, struct tc_cell *c,
+static INLINE void count_free(struct md_pool *pool, struct tc_cell *c,
 			      enum md_pool_tier tier, uint64_t size,
 			      uint64_t req)
 {
@@ -1034,7 +1035,7 @@ out:
 	return tc;
 }
 
-static inline struct tcache *tcache_get(struct md_pool *pool)
+static INLINE struct tcache *tcache_get(struct md_pool *pool)
 {
 	struct tcache *tc = tls_last;
 
@@ -1107,7 +1108,7 @@ bin_flush_half(struct slab_class *sc, struct tc_bin *bin)
 	RST(bin->n, n - h);
 }
 
-static inline int slab_alloc(struct md_pool *pool, uint64_t size,
+static INLINE int slab_alloc(struct md_pool *pool, uint64_t size,
 			     const struct md_alloc_opts *opts,
 			     struct md_buf *out)
 {
@@ -1119,7 +1120,7 @@ static inline int slab_alloc(struct md_pool *pool, uint64_t size,
 	uint32_t got;
 	int err;
 
-	if (likely(tc && sc->tc_cap)) {
+	if (likely(tc && tc->bins[sc - pool->cls].cap)) {
 		struct tc_bin *bin = &tc->bins[sc - pool->cls];
 		uint32_t n = RLD(bin->n);
 
@@ -1153,20 +1154,20 @@ static inline int slab_alloc(struct md_pool *pool, uint64_t size,
 	return 0;
 }
 
-static inline void slab_free(struct md_pool *pool, struct md_pool_block *b,
+static INLINE void slab_free(struct md_pool *pool, struct md_pool_block *b,
 			     uint64_t req)
 {
-	struct slab_class *sc = &pool->cls[b->cls];
 	struct tcache *tc = tcache_get(pool);
+	struct slab_class *sc;
 	struct tc_cell *cell;
 	bool locked;
 
-	if (likely(tc && sc->tc_cap)) {
+	if (likely(tc && tc->bins[b->cls].cap)) {
 		struct tc_bin *bin = &tc->bins[b->cls];
 		uint32_t n = RLD(bin->n);
 
 		if (unlikely(n == bin->cap)) {
-			bin_flush_half(sc, bin);
+			bin_flush_half(&pool->cls[b->cls], bin);
 			n = RLD(bin->n);
 		}
 		bin->items[n] = b;
@@ -1174,6 +1175,7 @@ static inline void slab_free(struct md_pool *pool, struct md_pool_block *b,
 		count_free(pool, &tc->cell, MD_TIER_SLAB, b->size, req);
 		return;
 	}
+	sc = &pool->cls[b->cls];
 	pthread_mutex_lock(&sc->lock);
 	central_put(sc, &b, 1);
 	pthread_mutex_unlock(&sc->lock);
@@ -1279,6 +1281,16 @@ MD_API int md_alloc_ex(struct md_pool *pool, uint64_t size,
 
 MD_API int md_alloc(struct md_pool *pool, uint64_t size, struct md_buf *out)
 {
+	int err;
+
+	if (likely(size && size < MD_POOL_SLAB_LIMIT)) {
+		err = slab_alloc(pool, size, NULL, out);
+		if (likely(!err))
+			return 0;
+		if (err != -ENOMEM && err != -EDQUOT)
+			return err;
+		return alloc_retry(pool, size, NULL, out);
+	}
 	return md_alloc_ex(pool, size, NULL, out);
 }
 
