@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kselftest: libmetadef's tiered pools on the module. A pool over the kmod
+ * device backend takes its regions from /dev/metadef: every tier's blocks
+ * written and read back through their CPU mappings, the module's pool
+ * figures following the regions; the backend running out (-ENOMEM) and a
+ * domain quota (-EDQUOT) reported with the pool's figures, a smaller
+ * region taken when a full-size one does not fit, and recovery. Every test
+ * ends with the module's pool as free as it started.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <metadef/device.h>
+#include <metadef/metadef.h>
+#include <metadef/pool.h>
+
+#include "kselftest_harness.h"
+
+#define MiB (1024 * 1024ULL)
+#define DOMAINS "/sys/kernel/debug/metadef/domains"
+
+static uint64_t pool_free(int fd)
+{
+	struct metadef_info info;
+
+	if (md_kmod_info(fd, &info))
+		return 0;
+	return info.pool_free;
+}
+
+static uint32_t domain_id(int fd)
+{
+	struct metadef_info info;
+
+	if (md_kmod_info(fd, &info))
+		return 0;
+	return info.domain_id;
+}
+
+/* The one other domain of this process (the pool's device), from debugfs. */
+static int other_domain(uint32_t except, uint32_t *id)
+{
+	char line[256], comm[64], quota[32];
+	unsigned int d, color;
+	long long used;
+	int pid, regions, n = 0;
+	FILE *f = fopen(DOMAINS, "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%u\t%d\t%63s\t%u\t%31s\t%lld\t%d", &d, &pid,
+			   comm, &color, quota, &used, &regions) != 7)
+			continue;
+		if (pid != getpid() || d == except)
+			continue;
+		*id = d;
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+static int set_quota(int fd, uint32_t id, uint64_t quota)
+{
+	struct metadef_quota q = { .domain_id = id, .quota = quota };
+
+	return ioctl(fd, METADEF_IOC_SET_QUOTA, &q) ? -errno : 0;
+}
+
+FIXTURE(kpool) {
+	int fd;			/* a domain of its own, for INFO */
+	uint64_t free0;
+	struct md_device *dev;
+	struct md_pool *pool;
+};
+
+FIXTURE_SETUP(kpool)
+{
+	struct md_device_config cfg = { .backend = "kmod", .align = 256 };
+
+	self->fd = md_kmod_open(NULL);
+	self->dev = NULL;
+	self->pool = NULL;
+	if (self->fd < 0)
+		SKIP(return, "no /dev/metadef");
+	self->free0 = pool_free(self->fd);
+	ASSERT_EQ(0, md_device_open(&cfg, &self->dev));
+	ASSERT_STREQ("kmod", md_device_backend(self->dev));
+	ASSERT_EQ(0, md_pool_create(self->dev, NULL, &self->pool));
+}
+
+FIXTURE_TEARDOWN(kpool)
+{
+	md_pool_destroy(self->pool);
+	md_device_close(self->dev);
+	if (self->fd >= 0) {
+		/* Whatever the test did, the module's pool is whole again. */
+		EXPECT_EQ(self->free0, pool_free(self->fd));
+		close(self->fd);
+	}
+}
+
+TEST_F(kpool, every_tier_written_and_read_back)
+{
+	/* The large block first: the module's pool is only 64 MiB. */
+	static const uint64_t sizes[] = { 17 * MiB, 100, 5000, 2 * MiB + 1 };
+	static const enum md_pool_tier tiers[] = {
+		MD_TIER_LARGE, MD_TIER_SLAB, MD_TIER_SLAB, MD_TIER_BUDDY,
+	};
+	struct md_device_stats ds;
+	struct md_pool_stats st;
+	struct md_buf b[4];
+	size_t i, k;
+
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(0, md_alloc_tagged(self->pool, sizes[i], "kmod", &b[i]));
+		EXPECT_EQ(tiers[i], b[i].tier);
+		EXPECT_EQ(0, b[i].dev_va % 256);
+		EXPECT_EQ(0, b[i].size % 256);
+		ASSERT_NE(NULL, b[i].cpu);
+		memset(b[i].cpu, 0x11 * (int)(i + 1), b[i].size);
+	}
+	for (i = 0; i < 4; i++) {
+		unsigned char *p = b[i].cpu;
+
+		for (k = 0; k < b[i].size; k += 4093)
+			ASSERT_EQ(0x11 * (i + 1), p[k]);
+		ASSERT_EQ(0x11 * (i + 1), p[b[i].size - 1]);
+	}
+	md_pool_stats(self->pool, &st);
+	md_device_stats(self->dev, &ds);
+	EXPECT_STREQ("kmod", st.backend);
+	EXPECT_EQ(ds.bytes_current, st.total.region_bytes);
+	/* The module gave exactly the regions the pool holds. */
+	EXPECT_EQ(self->free0 - st.total.region_bytes, pool_free(self->fd));
+	EXPECT_EQ(8 * MiB, st.tier[MD_TIER_SLAB].region_bytes);
+	EXPECT_EQ(17 * MiB, st.tier[MD_TIER_LARGE].region_bytes);
+	/* 64 MiB did not fit beside the rest: a smaller buddy region. */
+	EXPECT_GE(st.tier[MD_TIER_BUDDY].region_bytes, 16 * MiB);
+	EXPECT_LT(st.tier[MD_TIER_BUDDY].region_bytes, 64 * MiB);
+	TH_LOG("buddy region %llu MiB",
+	       (unsigned long long)(st.tier[MD_TIER_BUDDY].region_bytes / MiB));
+
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, md_free(self->pool, &b[i]));
+	EXPECT_EQ(0, md_memory_cleaner(self->pool, NULL, NULL));
+	EXPECT_EQ(self->free0, pool_free(self->fd));
+}
+
+TEST_F(kpool, backend_out_of_memory_and_recovery)
+{
+	struct md_oom_info oom;
+	struct md_alloc_opts opts = { .oom = &oom };
+	struct md_buf b[16], c;
+	int n, err = 0;
+
+	for (n = 0; n < 16; n++) {
+		err = md_alloc_ex(self->pool, 20 * MiB, &opts, &b[n]);
+		if (err)
+			break;
+		memset(b[n].cpu, n, 4096);
+	}
+	ASSERT_EQ(-ENOMEM, err);
+	ASSERT_GE(n, 1);
+	EXPECT_EQ(-ENOMEM, oom.error);
+	EXPECT_EQ(MD_TIER_LARGE, oom.tier);
+	EXPECT_EQ(0, oom.limit_hit);
+	EXPECT_EQ((uint64_t)n * 20 * MiB, oom.stats.total.region_bytes);
+	EXPECT_NE(NULL, strstr(oom.message, "kmod backend"));
+	TH_LOG("%s", oom.message);
+
+	/* A freed region is taken again without asking the module. */
+	ASSERT_EQ(0, md_free(self->pool, &b[0]));
+	ASSERT_EQ(0, md_alloc(self->pool, 20 * MiB, &c));
+	EXPECT_EQ(b[0].dev_va, c.dev_va);
+	b[0] = c;
+	while (n--)
+		ASSERT_EQ(0, md_free(self->pool, &b[n]));
+	EXPECT_EQ(0, md_memory_cleaner(self->pool, NULL, NULL));
+}
+
+TEST_F(kpool, domain_quota_edquot_and_recovery)
+{
+	uint32_t me = domain_id(self->fd), pool_dom = 0;
+	struct md_oom_info oom;
+	struct md_alloc_opts opts = { .oom = &oom };
+	struct md_pool_stats st;
+	struct md_buf s, b, l;
+
+	if (other_domain(me, &pool_dom) != 1)
+		SKIP(return, "no debugfs view of the domains");
+	ASSERT_EQ(0, set_quota(self->fd, pool_dom, 24 * MiB));
+
+	ASSERT_EQ(0, md_alloc(self->pool, 100, &s));	/* 8 MiB slab region */
+	/* 64 and 32 MiB exceed the quota: the buddy tier takes 16 MiB. */
+	ASSERT_EQ(0, md_alloc(self->pool, 2 * MiB, &b));
+	md_pool_stats(self->pool, &st);
+	EXPECT_EQ(16 * MiB, st.tier[MD_TIER_BUDDY].region_bytes);
+	EXPECT_EQ(24 * MiB, st.total.region_bytes);
+
+	ASSERT_EQ(-EDQUOT, md_alloc_ex(self->pool, 17 * MiB, &opts, &l));
+	EXPECT_EQ(-EDQUOT, oom.error);
+	EXPECT_EQ(0, oom.limit_hit);
+	EXPECT_EQ(24 * MiB, oom.stats.total.region_bytes);
+	EXPECT_NE(NULL, strstr(oom.message, "kmod backend"));
+	TH_LOG("%s", oom.message);
+
+	/* With both blocks freed the retry gives their regions back: it fits. */
+	ASSERT_EQ(0, md_free(self->pool, &s));
+	ASSERT_EQ(0, md_free(self->pool, &b));
+	ASSERT_EQ(0, md_alloc(self->pool, 17 * MiB, &l));
+	md_pool_stats(self->pool, &st);
+	EXPECT_EQ(17 * MiB, st.total.region_bytes);
+	ASSERT_EQ(0, md_free(self->pool, &l));
+	EXPECT_EQ(0, md_memory_cleaner(self->pool, NULL, NULL));
+	ASSERT_EQ(0, set_quota(self->fd, pool_dom, METADEF_QUOTA_UNLIMITED));
+}
+
+TEST_HARNESS_MAIN
