@@ -14,6 +14,7 @@
 #include <linux/io.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/seq_file.h>
 
 #include "metadef.h"
 #include "mmu.h"
@@ -278,3 +279,73 @@ int md_mmu_check(struct md_mmu *mmu)
 	return bad ? -EUCLEAN : 0;
 }
 MD_EXPORT_FOR_TESTS(md_mmu_check);
+
+/* A run of leaves that map consecutive VAs to consecutive pool pages. */
+struct md_mmu_run {
+	u64 va, pool_off, pages;
+	u64 attrs;		/* permission bits and color of every leaf */
+	bool open;
+};
+
+static void run_flush(struct md_mmu_run *run, struct seq_file *m)
+{
+	u64 perm = run->attrs & MD_MMU_PERMS;
+
+	if (!run->open)
+		return;
+	seq_printf(m, "%#llx\t%#llx\t%#llx\t%llu\t%c%c\t%u\n", run->va,
+		   run->va + (run->pages << PAGE_SHIFT), run->pool_off,
+		   run->pages, perm & MD_MMU_READ ? 'r' : '-',
+		   perm & MD_MMU_WRITE ? 'w' : '-', leaf_color(run->attrs));
+	run->open = false;
+}
+
+static void show_level(u64 *table, int level, u64 base, struct md_mmu_run *run,
+		       struct seq_file *m)
+{
+	unsigned int i;
+
+	for (i = 0; i < ENTRIES; i++) {
+		u64 e = table[i], va, off, attrs;
+
+		va = base + ((u64)i << (PAGE_SHIFT + LEVEL_BITS * level));
+		if (!(e & PTE_VALID)) {
+			run_flush(run, m);
+			continue;
+		}
+		if (level > 0) {
+			show_level(md_next_table(e), level - 1, va, run, m);
+			continue;
+		}
+		off = e & PTE_PAGE_MASK;
+		attrs = e & ~(PTE_PAGE_MASK | PTE_VALID);
+		if (run->open && attrs == run->attrs &&
+		    va == run->va + (run->pages << PAGE_SHIFT) &&
+		    off == run->pool_off + (run->pages << PAGE_SHIFT)) {
+			run->pages++;
+			continue;
+		}
+		run_flush(run, m);
+		*run = (struct md_mmu_run){ .va = va, .pool_off = off,
+					    .pages = 1, .attrs = attrs,
+					    .open = true };
+	}
+}
+
+/**
+ * md_mmu_show() - the table as ranges, for debugfs "mmu/<domain>": one line
+ * per run of pages mapped to consecutive pool pages with the same
+ * permissions and color, in VA order.
+ */
+void md_mmu_show(struct md_mmu *mmu, struct seq_file *m)
+{
+	struct md_mmu_run run = { .open = false };
+
+	down_read(&mmu->lock);
+	seq_printf(m, "# color %u, %lu table pages, %lu pages mapped\n",
+		   mmu->color, mmu->nr_tables, mmu->nr_leaves);
+	seq_puts(m, "va_start\tva_end\tpool_offset\tpages\tperm\tcolor\n");
+	show_level(mmu->root, LEVELS - 1, 0, &run, m);
+	run_flush(&run, m);
+	up_read(&mmu->lock);
+}

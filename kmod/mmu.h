@@ -23,6 +23,8 @@
 #include <linux/rwsem.h>
 #include <linux/types.h>
 
+struct seq_file;
+
 #define MD_MMU_VA_BITS		48
 #define MD_MMU_READ		(1u << 1)
 #define MD_MMU_WRITE		(1u << 2)
@@ -61,6 +63,7 @@ void md_mmu_unmap(struct md_mmu *mmu, u64 va, u64 size);
 enum md_mmu_fault md_mmu_translate(struct md_mmu *mmu, u64 va,
 				   unsigned int access, u64 *pool_off);
 int md_mmu_check(struct md_mmu *mmu);
+void md_mmu_show(struct md_mmu *mmu, struct seq_file *m);
 const char *md_mmu_fault_name(enum md_mmu_fault f);
 
 #endif /* _METADEF_MMU_H */
