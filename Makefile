@@ -132,6 +132,16 @@ $(B)/selftests/lib/%: selftests/lib/%.c $(KSFT_HDR) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(TEST_CFLAGS) -Ilib -o $@ $< $(LIB_A)
 
+# The reuse protocol's threads under ThreadSanitizer: the test and the
+# library source it drives, both instrumented; tools/check runs it with the
+# host tests and a report fails it.
+TSAN_BINS	:= $(B)/selftests/lib-tsan/reuse_test
+selftests-host: $(TSAN_BINS)
+
+$(B)/selftests/lib-tsan/reuse_test: selftests/lib/reuse_test.c lib/reuse.c $(KSFT_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) -Ilib -fsanitize=thread -o $@ $(filter %.c,$^)
+
 # The CLI test runs the tool: build it with the host tests.
 $(B)/selftests/lib/plan_cli_test: $(B)/bin/metadef-plan
 $(B)/selftests/lib/exact_cli_test: $(B)/bin/metadef-plan
@@ -160,7 +170,7 @@ $(B)/demo/region: tools/demo/region.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
 
-bench: bench-buddy bench-plan bench-exact
+bench: bench-buddy bench-plan bench-exact bench-dynamic
 
 # The offset planner on ../shared/bench (MiniMalloc problems) and 10^5
 # random buffers, against greedy largest-first first-fit.
@@ -177,6 +187,16 @@ bench-exact: $(B)/bench/exact_bench
 	timeout 900 $(B)/bench/exact_bench $(CURDIR)/../shared/bench/minimalloc-challenging 60
 
 $(B)/bench/exact_bench: tools/bench/exact_bench.c $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
+
+# The dynamic pool on a detection-like trace of varying input sizes, against
+# a region per tensor and a planned region per request (host backend).
+.PHONY: bench-dynamic
+bench-dynamic: $(B)/bench/dynamic_bench
+	$(B)/bench/dynamic_bench
+
+$(B)/bench/dynamic_bench: tools/bench/dynamic_bench.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
 

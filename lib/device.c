@@ -207,28 +207,37 @@ MD_API int md_region_alloc(struct md_device *dev, uint64_t size,
 			   uint64_t align, struct md_region *out)
 {
 	struct live *l;
+	void *node;
 	int err;
 
 	if (!align)
 		align = dev->page;
-	if (!size || !pow2(align) || size > UINT64_MAX - dev->page)
-		return -EINVAL;
+	if (!size || !pow2(align) || size > UINT64_MAX - dev->page) {
+		l = NULL;
+		err = -EINVAL;
+		goto count;
+	}
 	size = (size + dev->page - 1) & ~(dev->page - 1);
 	if (align < dev->page)
 		align = dev->page;
 
 	l = calloc(1, sizeof(*l));
 	if (!l)
-		return -ENOMEM;
-	if (dev->backend == BACKEND_HOST)
+		err = -ENOMEM;
+	else if (dev->backend == BACKEND_HOST)
 		err = host_alloc(dev, size, align, l);
 	else
 		err = kmod_alloc(dev, size, align, l);
 
+count:
 	pthread_mutex_lock(&dev->lock);
-	if (!err && !tsearch(l, &dev->live, live_cmp)) {
-		backend_free(dev, l);
-		err = -ENOMEM;
+	if (!err) {
+		node = tsearch(l, &dev->live, live_cmp);
+		/* Another live region at this address would be a backend bug. */
+		if (!node || *(struct live **)node != l) {
+			backend_free(dev, l);
+			err = node ? -EIO : -ENOMEM;
+		}
 	}
 	if (err) {
 		dev->st.region_failures++;

@@ -47,6 +47,8 @@ static _Atomic(uint64_t) violations;
 static pthread_mutex_t handler_lock = PTHREAD_MUTEX_INITIALIZER;
 static md_reuse_handler_t handler_fn;
 static void *handler_arg;
+/* Set while this thread runs the handler: a refusal inside is not reported. */
+static __thread bool in_handler;
 
 MD_API md_reuse_handler_t md_reuse_set_handler(md_reuse_handler_t fn,
 					       void *arg)
@@ -78,9 +80,14 @@ static int refuse(const struct md_block_sync *b, enum md_reuse_op op,
 	};
 
 	atomic_fetch_add_explicit(&violations, 1, memory_order_relaxed);
+	if (in_handler)
+		return -EINVAL;
 	pthread_mutex_lock(&handler_lock);
-	if (handler_fn)
+	if (handler_fn) {
+		in_handler = true;
 		handler_fn(&v, handler_arg);
+		in_handler = false;
+	}
 	pthread_mutex_unlock(&handler_lock);
 	return -EINVAL;
 }
@@ -110,7 +117,8 @@ static int acquire(struct md_block_sync *b, bool check_gen, uint32_t gen)
 		if (s == MD_BLOCK_ALLOCATED && h == 0) {
 			if (cas(b, &w, pack(MD_BLOCK_ACTIVE, 1, w_gen(w))))
 				return 0;
-		} else if (s == MD_BLOCK_ACTIVE && h < MD_BLOCK_MAX_HOLDERS) {
+		} else if (s == MD_BLOCK_ACTIVE && h &&
+			   h < MD_BLOCK_MAX_HOLDERS) {
 			if (cas(b, &w, pack(MD_BLOCK_ACTIVE, h + 1, w_gen(w))))
 				return 0;
 		} else {

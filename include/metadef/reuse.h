@@ -110,8 +110,11 @@ const char *md_reuse_op_name(enum md_reuse_op op);
 /*
  * md_reuse_set_handler() - call @fn (with @arg) on every refused
  * transition, from the refusing thread, with a library lock held (the
- * handler must not call md_reuse_set_handler()); NULL restores the default,
- * which reports nothing beyond the counter. Returns the previous handler.
+ * handler must not call md_reuse_set_handler()); a transition the handler
+ * itself gets refused is counted but not reported again. NULL restores the
+ * default, which reports nothing beyond the counter. Returns the previous
+ * handler. Once it returns, the old handler is not running and will not be
+ * called again.
  */
 md_reuse_handler_t md_reuse_set_handler(md_reuse_handler_t fn, void *arg);
 

@@ -25,6 +25,9 @@ metadefctl --device /dev/null info || echo "(exit status $?)"
 step "one region's life: ALLOC, mmap, write, FREE while mapped, munmap"
 region-demo 4M
 
+step "two tenants: two domains, a read-only grant, refused accesses, a revoke"
+tenants-demo
+
 step "debugfs: /sys/kernel/debug/metadef/ (this shell holds a domain open)"
 exec 3<>/dev/metadef
 ls -l /sys/kernel/debug/metadef/

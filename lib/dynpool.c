@@ -1,0 +1,1037 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The dynamic pool (include/metadef/dynpool.h): regions from a device,
+ * carved into blocks by best fit.
+ *
+ * Every block, free or live, is a struct dp_block in host memory (never in
+ * the device memory it describes). A block is in exactly one of:
+ *
+ *   the free tree  red-black tree by (size, address): best fit is the
+ *                  lower bound of (need, 0); the largest free block is the
+ *                  rightmost node;
+ *   the live tree  red-black tree by address: md_dynpool_free() finds the
+ *                  block of a descriptor and refuses what it does not find;
+ *   the cache      metadata not describing memory right now, kept for the
+ *                  next split (never returned to malloc before destroy, so
+ *                  the md_block_sync pointers handed out stay valid).
+ *
+ * Each region also links its blocks in address order (prev/next), so a
+ * freed block finds its neighbours in O(1) and coalescing costs two tree
+ * removals and one insertion. Free and cached blocks are RECYCLED; a block
+ * handed out is md_block_sync_reuse()d (ALLOCATED, next generation).
+ *
+ * The red-black tree is the classic one (Cormen et al., ch. 13) with
+ * parent pointers and NULL leaves, which are black.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <metadef/device.h>
+#include <metadef/dynpool.h>
+#include <metadef/reuse.h>
+
+#include "internal.h"
+
+/* ---------------------------------------------------------------- rbtree */
+
+struct rb_node {
+	struct rb_node *parent, *left, *right;
+	bool red;
+};
+
+struct rb_tree {
+	struct rb_node *root;
+	size_t count;
+};
+
+typedef int (*rb_cmp_t)(const struct rb_node *a, const struct rb_node *b);
+
+static inline bool is_red(const struct rb_node *n)
+{
+	return n && n->red;
+}
+
+/* Put @v where @u hangs (its parent's link or the root). */
+static void rb_replace_link(struct rb_tree *t, struct rb_node *u,
+			    struct rb_node *v)
+{
+	if (!u->parent)
+		t->root = v;
+	else if (u == u->parent->left)
+		u->parent->left = v;
+	else
+		u->parent->right = v;
+	if (v)
+		v->parent = u->parent;
+}
+
+static void rb_rotate_left(struct rb_tree *t, struct rb_node *x)
+{
+	struct rb_node *y = x->right;
+
+	x->right = y->left;
+	if (y->left)
+		y->left->parent = x;
+	rb_replace_link(t, x, y);
+	y->left = x;
+	x->parent = y;
+}
+
+static void rb_rotate_right(struct rb_tree *t, struct rb_node *x)
+{
+	struct rb_node *y = x->left;
+
+	x->left = y->right;
+	if (y->right)
+		y->right->parent = x;
+	rb_replace_link(t, x, y);
+	y->right = x;
+	x->parent = y;
+}
+
+static void rb_insert_fixup(struct rb_tree *t, struct rb_node *z)
+{
+	struct rb_node *p, *g, *u;
+
+	while ((p = z->parent) && p->red) {
+		g = p->parent;	/* exists: a red node is never the root */
+		if (p == g->left) {
+			u = g->right;
+			if (is_red(u)) {
+				p->red = false;
+				u->red = false;
+				g->red = true;
+				z = g;
+				continue;
+			}
+			if (z == p->right) {
+				rb_rotate_left(t, p);
+				z = p;
+				p = z->parent;
+			}
+			p->red = false;
+			g->red = true;
+			rb_rotate_right(t, g);
+		} else {
+			u = g->left;
+			if (is_red(u)) {
+				p->red = false;
+				u->red = false;
+				g->red = true;
+				z = g;
+				continue;
+			}
+			if (z == p->left) {
+				rb_rotate_right(t, p);
+				z = p;
+				p = z->parent;
+			}
+			p->red = false;
+			g->red = true;
+			rb_rotate_left(t, g);
+		}
+	}
+	t->root->red = false;
+}
+
+/* Insert @n (its key already set); equal keys go right. */
+static void rb_insert(struct rb_tree *t, struct rb_node *n, rb_cmp_t cmp)
+{
+	struct rb_node **link = &t->root, *parent = NULL;
+
+	while (*link) {
+		parent = *link;
+		link = cmp(n, parent) < 0 ? &parent->left : &parent->right;
+	}
+	n->parent = parent;
+	n->left = NULL;
+	n->right = NULL;
+	n->red = true;
+	*link = n;
+	t->count++;
+	rb_insert_fixup(t, n);
+}
+
+/*
+ * Restore the black height after a black node was removed above @x, which
+ * may be NULL (hence its parent @xp is passed along).
+ */
+static void rb_erase_fixup(struct rb_tree *t, struct rb_node *x,
+			   struct rb_node *xp)
+{
+	struct rb_node *w;
+
+	while (x != t->root && !is_red(x)) {
+		if (x == xp->left) {
+			w = xp->right;	/* exists: that side is one black deeper */
+			if (w->red) {
+				w->red = false;
+				xp->red = true;
+				rb_rotate_left(t, xp);
+				w = xp->right;
+			}
+			if (!is_red(w->left) && !is_red(w->right)) {
+				w->red = true;
+				x = xp;
+				xp = x->parent;
+				continue;
+			}
+			if (!is_red(w->right)) {
+				w->left->red = false;
+				w->red = true;
+				rb_rotate_right(t, w);
+				w = xp->right;
+			}
+			w->red = xp->red;
+			xp->red = false;
+			w->right->red = false;
+			rb_rotate_left(t, xp);
+		} else {
+			w = xp->left;
+			if (w->red) {
+				w->red = false;
+				xp->red = true;
+				rb_rotate_right(t, xp);
+				w = xp->left;
+			}
+			if (!is_red(w->left) && !is_red(w->right)) {
+				w->red = true;
+				x = xp;
+				xp = x->parent;
+				continue;
+			}
+			if (!is_red(w->left)) {
+				w->right->red = false;
+				w->red = true;
+				rb_rotate_left(t, w);
+				w = xp->left;
+			}
+			w->red = xp->red;
+			xp->red = false;
+			w->left->red = false;
+			rb_rotate_right(t, xp);
+		}
+		x = t->root;
+	}
+	if (x)
+		x->red = false;
+}
+
+static struct rb_node *rb_first(struct rb_node *n)
+{
+	while (n && n->left)
+		n = n->left;
+	return n;
+}
+
+static struct rb_node *rb_last(struct rb_node *n)
+{
+	while (n && n->right)
+		n = n->right;
+	return n;
+}
+
+static void rb_erase(struct rb_tree *t, struct rb_node *z)
+{
+	struct rb_node *x, *xp, *y;
+	bool removed_red;
+
+	if (!z->left || !z->right) {
+		/* z has at most one child: it takes z's place. */
+		x = z->left ? z->left : z->right;
+		xp = z->parent;
+		removed_red = z->red;
+		rb_replace_link(t, z, x);
+	} else {
+		/* z's successor y takes z's place and colour. */
+		y = rb_first(z->right);
+		removed_red = y->red;
+		x = y->right;
+		if (y->parent == z) {
+			xp = y;
+		} else {
+			xp = y->parent;
+			rb_replace_link(t, y, x);
+			y->right = z->right;
+			y->right->parent = y;
+		}
+		rb_replace_link(t, z, y);
+		y->left = z->left;
+		y->left->parent = y;
+		y->red = z->red;
+	}
+	t->count--;
+	z->parent = z->left = z->right = NULL;
+	if (!removed_red)
+		rb_erase_fixup(t, x, xp);
+}
+
+/*
+ * Check @n's subtree: parent links, no red child of a red node, in-order
+ * strictly increasing by @cmp (*@prev is the previous node in order).
+ * Return: its black height (NULL leaves count 1) or -1 with *@why set.
+ */
+static int rb_check_sub(const struct rb_node *n, const struct rb_node *parent,
+			const struct rb_node **prev, size_t *count,
+			rb_cmp_t cmp, const char **why)
+{
+	int lh, rh;
+
+	if (!n)
+		return 1;
+	if (n->parent != parent) {
+		*why = "rbtree: parent link";
+		return -1;
+	}
+	if (n->red && (is_red(n->left) || is_red(n->right))) {
+		*why = "rbtree: red node with a red child";
+		return -1;
+	}
+	lh = rb_check_sub(n->left, n, prev, count, cmp, why);
+	if (lh < 0)
+		return -1;
+	if (*prev && cmp(*prev, n) >= 0) {
+		*why = "rbtree: keys out of order";
+		return -1;
+	}
+	*prev = n;
+	(*count)++;
+	rh = rb_check_sub(n->right, n, prev, count, cmp, why);
+	if (rh < 0)
+		return -1;
+	if (lh != rh) {
+		*why = "rbtree: black heights differ";
+		return -1;
+	}
+	return lh + !n->red;
+}
+
+static int rb_check(const struct rb_tree *t, rb_cmp_t cmp, const char **why)
+{
+	const struct rb_node *prev = NULL;
+	size_t count = 0;
+
+	if (t->root && (t->root->parent || t->root->red)) {
+		*why = "rbtree: root red or with a parent";
+		return -1;
+	}
+	if (rb_check_sub(t->root, NULL, &prev, &count, cmp, why) < 0)
+		return -1;
+	if (count != t->count) {
+		*why = "rbtree: node count";
+		return -1;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- pool */
+
+enum dp_where { DP_CACHE, DP_FREE, DP_LIVE };
+
+struct dp_region;
+
+struct dp_block {
+	struct rb_node rb;		/* first: free or live tree */
+	struct dp_block *prev, *next;	/* address order; next: cache link */
+	struct dp_region *reg;
+	uint64_t addr;			/* device address */
+	uint64_t size;
+	uint64_t requested;		/* live: the caller's size */
+	enum dp_where where;
+	struct md_block_sync sync;
+};
+
+struct dp_region {
+	struct md_region r;
+	struct dp_region *prev, *next;
+	struct dp_block *first;		/* lowest address */
+};
+
+/* Block metadata comes in chunks that double in size. */
+struct dp_chunk {
+	struct dp_chunk *next;
+	size_t n;
+	struct dp_block b[];
+};
+
+#define CHUNK_MIN	64
+#define CHUNK_MAX	65536
+
+struct md_dynpool {
+	struct md_device *dev;
+	pthread_mutex_t lock;
+	uint64_t align;
+	uint64_t page;
+	uint64_t growth_pct;
+	uint64_t grow_min;
+	uint64_t capacity;
+	void (*bad_free)(const struct md_dynblock *b, void *arg);
+	void *bad_free_arg;
+
+	struct rb_tree free_tree;
+	struct rb_tree live_tree;
+	struct dp_region *regions;
+	struct dp_chunk *chunks;
+	size_t next_chunk;
+	struct dp_block *cache;
+	size_t cached;
+	struct md_dynpool_stats st;
+};
+
+static inline struct dp_block *to_block(const struct rb_node *n)
+{
+	return n ? (struct dp_block *)((char *)n -
+				       offsetof(struct dp_block, rb)) : NULL;
+}
+
+static int free_cmp(const struct rb_node *a, const struct rb_node *b)
+{
+	const struct dp_block *x = to_block(a), *y = to_block(b);
+
+	if (x->size != y->size)
+		return x->size < y->size ? -1 : 1;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int live_cmp(const struct rb_node *a, const struct rb_node *b)
+{
+	const struct dp_block *x = to_block(a), *y = to_block(b);
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static inline uint64_t round_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+static bool pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+/* The smallest free block of at least @need bytes, lowest address first. */
+static struct dp_block *best_fit(struct md_dynpool *p, uint64_t need)
+{
+	struct rb_node *n = p->free_tree.root, *best = NULL;
+
+	while (n) {
+		if (to_block(n)->size >= need) {
+			best = n;
+			n = n->left;
+		} else {
+			n = n->right;
+		}
+	}
+	return to_block(best);
+}
+
+static struct dp_block *live_find(struct md_dynpool *p, uint64_t addr)
+{
+	struct rb_node *n = p->live_tree.root;
+
+	while (n) {
+		struct dp_block *b = to_block(n);
+
+		if (addr == b->addr)
+			return b;
+		n = addr < b->addr ? n->left : n->right;
+	}
+	return NULL;
+}
+
+static void free_insert(struct md_dynpool *p, struct dp_block *b)
+{
+	b->where = DP_FREE;
+	rb_insert(&p->free_tree, &b->rb, free_cmp);
+	p->st.free_bytes += b->size;
+}
+
+static void free_remove(struct md_dynpool *p, struct dp_block *b)
+{
+	rb_erase(&p->free_tree, &b->rb);
+	p->st.free_bytes -= b->size;
+}
+
+/* Metadata for at least @n more blocks in the cache, or -ENOMEM. */
+static int cache_fill(struct md_dynpool *p, size_t n)
+{
+	struct dp_chunk *c;
+	size_t i;
+
+	if (p->cached >= n)
+		return 0;
+	c = malloc(sizeof(*c) + p->next_chunk * sizeof(c->b[0]));
+	if (!c)
+		return -ENOMEM;
+	memset(c->b, 0, p->next_chunk * sizeof(c->b[0]));
+	c->n = p->next_chunk;
+	c->next = p->chunks;
+	p->chunks = c;
+	if (p->next_chunk < CHUNK_MAX)
+		p->next_chunk *= 2;
+	/* New metadata enters the protocol as free memory does: RECYCLED. */
+	for (i = c->n; i-- > 0;) {
+		struct dp_block *b = &c->b[i];
+
+		md_block_sync_init(&b->sync);
+		md_block_sync_release(&b->sync);
+		md_block_sync_recycle(&b->sync);
+		b->where = DP_CACHE;
+		b->next = p->cache;
+		p->cache = b;
+	}
+	p->cached += c->n;
+	return 0;
+}
+
+/* A RECYCLED block from the cache; cache_fill() made sure there is one. */
+static struct dp_block *cache_get(struct md_dynpool *p)
+{
+	struct dp_block *b = p->cache;
+
+	p->cache = b->next;
+	p->cached--;
+	b->prev = b->next = NULL;
+	return b;
+}
+
+static void cache_put(struct md_dynpool *p, struct dp_block *b)
+{
+	b->where = DP_CACHE;
+	b->reg = NULL;
+	b->prev = NULL;
+	b->next = p->cache;
+	p->cache = b;
+	p->cached++;
+}
+
+/* Which of our blocks @sync belongs to, or NULL (never dereferenced). */
+static struct dp_block *owned_block(struct md_dynpool *p,
+				    const struct md_block_sync *sync)
+{
+	uintptr_t s = (uintptr_t)sync;
+	struct dp_chunk *c;
+
+	for (c = p->chunks; c; c = c->next) {
+		uintptr_t lo = (uintptr_t)c->b, hi = (uintptr_t)(c->b + c->n);
+		size_t i;
+
+		if (s < lo || s >= hi)
+			continue;
+		i = (s - lo) / sizeof(c->b[0]);
+		return &c->b[i].sync == sync ? &c->b[i] : NULL;
+	}
+	return NULL;
+}
+
+static bool region_empty(const struct dp_region *r)
+{
+	return r->first->where == DP_FREE && r->first->size == r->r.size;
+}
+
+static void region_release(struct md_dynpool *p, struct dp_region *r)
+{
+	struct dp_block *b = r->first;
+
+	free_remove(p, b);
+	cache_put(p, b);
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		p->regions = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	p->st.regions--;
+	p->st.region_frees++;
+	p->st.reserved_bytes -= r->r.size;
+	md_region_free(p->dev, &r->r);
+	free(r);
+}
+
+/* Give back every entirely free region; @keep (may be NULL) stays. */
+static int release_empty(struct md_dynpool *p, const struct dp_region *keep)
+{
+	struct dp_region *r = p->regions, *next;
+	int n = 0;
+
+	for (; r; r = next) {
+		next = r->next;
+		if (r != keep && region_empty(r)) {
+			region_release(p, r);
+			n++;
+		}
+	}
+	return n;
+}
+
+/* One more region with a free block of at least @need bytes. */
+static int grow(struct md_dynpool *p, uint64_t need)
+{
+	uint64_t unit = p->align > p->page ? p->align : p->page;
+	uint64_t want, reserved = p->st.reserved_bytes, min;
+	unsigned __int128 scaled;
+	struct dp_region *r;
+	struct dp_block *b;
+	int err;
+
+	min = round_up(need, unit);
+	if (min < need)
+		return -ENOMEM;
+	want = min;
+	if (p->grow_min > want && round_up(p->grow_min, unit) > want)
+		want = round_up(p->grow_min, unit);
+	scaled = (unsigned __int128)reserved * p->growth_pct / 100;
+	if (scaled > want)
+		want = scaled > UINT64_MAX / 2 ? min : round_up(scaled, unit);
+	if (p->capacity && (reserved > p->capacity ||
+			    want > p->capacity - reserved)) {
+		/*
+		 * No entirely free region fits @need (best fit found none):
+		 * they only take room under the cap. Give them back if that
+		 * makes enough room, else change nothing.
+		 */
+		uint64_t empty = 0;
+
+		for (r = p->regions; r; r = r->next)
+			if (region_empty(r))
+				empty += r->r.size;
+		if (reserved - empty > p->capacity ||
+		    min > p->capacity - (reserved - empty))
+			return -ENOMEM;
+		release_empty(p, NULL);
+		reserved = p->st.reserved_bytes;
+		if (want > p->capacity - reserved)
+			want = (p->capacity - reserved) & ~(unit - 1);
+	}
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	err = md_region_alloc(p->dev, want, p->align, &r->r);
+	if (err) {
+		free(r);
+		return err;
+	}
+	b = cache_get(p);
+	b->reg = r;
+	b->addr = r->r.dev_va;
+	b->size = r->r.size;
+	r->first = b;
+	r->next = p->regions;
+	if (p->regions)
+		p->regions->prev = r;
+	p->regions = r;
+	free_insert(p, b);
+
+	if (p->st.region_allocs++)
+		p->st.backend_reallocs++;
+	p->st.regions++;
+	p->st.reserved_bytes += r->r.size;
+	if (p->st.reserved_bytes > p->st.reserved_peak)
+		p->st.reserved_peak = p->st.reserved_bytes;
+	return 0;
+}
+
+MD_API int md_dynpool_create(struct md_device *dev,
+			     const struct md_dynpool_config *cfg,
+			     struct md_dynpool **out)
+{
+	struct md_dynpool_config def = { 0 };
+	struct md_dynpool *p;
+	int err;
+
+	*out = NULL;
+	if (!cfg)
+		cfg = &def;
+	if (cfg->align && (!pow2(cfg->align) ||
+			   cfg->align < md_device_align(dev)))
+		return -EINVAL;
+	if (cfg->capacity && cfg->initial > cfg->capacity)
+		return -EINVAL;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->dev = dev;
+	p->align = cfg->align ? cfg->align : md_device_align(dev);
+	p->page = md_device_page_size(dev);
+	p->growth_pct = cfg->growth_pct ? cfg->growth_pct : 100;
+	p->grow_min = cfg->grow_min;
+	p->capacity = cfg->capacity;
+	p->bad_free = cfg->bad_free;
+	p->bad_free_arg = cfg->bad_free_arg;
+	p->next_chunk = CHUNK_MIN;
+	pthread_mutex_init(&p->lock, NULL);
+
+	if (cfg->initial) {
+		err = cache_fill(p, 1);
+		if (!err)
+			err = grow(p, cfg->initial);
+		if (err) {
+			md_dynpool_destroy(p);
+			return err;
+		}
+	}
+	*out = p;
+	return 0;
+}
+
+MD_API void md_dynpool_destroy(struct md_dynpool *p)
+{
+	struct dp_region *r, *rn;
+	struct dp_chunk *c, *cn;
+
+	if (!p)
+		return;
+	for (r = p->regions; r; r = rn) {
+		rn = r->next;
+		md_region_free(p->dev, &r->r);
+		free(r);
+	}
+	for (c = p->chunks; c; c = cn) {
+		cn = c->next;
+		free(c);
+	}
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+MD_API int md_dynpool_alloc(struct md_dynpool *p, uint64_t size,
+			    struct md_dynblock *out)
+{
+	uint64_t need = round_up(size, p->align);
+	struct dp_block *b, *rest;
+	int err;
+
+	pthread_mutex_lock(&p->lock);
+	p->st.requests++;
+	if (!size || need < size) {
+		err = -EINVAL;
+		goto fail;
+	}
+	/* Metadata for a new region and a split: no failure after this. */
+	err = cache_fill(p, 2);
+	if (err)
+		goto fail;
+	b = best_fit(p, need);
+	if (!b) {
+		err = grow(p, need);
+		if (err)
+			goto fail;
+		b = best_fit(p, need);
+	}
+
+	free_remove(p, b);
+	if (b->size > need) {
+		rest = cache_get(p);
+		rest->reg = b->reg;
+		rest->addr = b->addr + need;
+		rest->size = b->size - need;
+		rest->prev = b;
+		rest->next = b->next;
+		if (b->next)
+			b->next->prev = rest;
+		b->next = rest;
+		b->size = need;
+		free_insert(p, rest);
+	}
+	md_block_sync_reuse(&b->sync);		/* RECYCLED -> ALLOCATED */
+	b->where = DP_LIVE;
+	b->requested = size;
+	rb_insert(&p->live_tree, &b->rb, live_cmp);
+
+	p->st.blocks_in_use++;
+	p->st.requested_bytes += size;
+	p->st.bytes_in_use += need;
+	if (p->st.bytes_in_use > p->st.bytes_peak)
+		p->st.bytes_peak = p->st.bytes_in_use;
+
+	out->dev_va = b->addr;
+	out->cpu = b->reg->r.cpu ? (char *)b->reg->r.cpu +
+				   (b->addr - b->reg->r.dev_va) : NULL;
+	out->size = need;
+	out->sync = &b->sync;
+	out->generation = md_block_sync_generation(&b->sync);
+	out->pad = 0;
+	pthread_mutex_unlock(&p->lock);
+	return 0;
+fail:
+	p->st.failures++;
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+/* Refuse a free: count it, report it, change nothing. */
+static int refuse_free(struct md_dynpool *p, const struct md_dynblock *d)
+{
+	struct dp_block *b = owned_block(p, d->sync);
+
+	p->st.bad_frees++;
+	/*
+	 * A double free of a block whose metadata is still RECYCLED under the
+	 * same generation: let the reuse protocol refuse (and report) the
+	 * release. Nothing else moves a RECYCLED block while we hold the lock.
+	 */
+	if (b && b->where != DP_LIVE &&
+	    md_block_sync_generation(&b->sync) == d->generation &&
+	    md_block_sync_state(&b->sync) == MD_BLOCK_RECYCLED)
+		md_block_sync_release(&b->sync);
+	if (p->bad_free)
+		p->bad_free(d, p->bad_free_arg);
+	return -EINVAL;
+}
+
+MD_API int md_dynpool_free(struct md_dynpool *p, const struct md_dynblock *d)
+{
+	struct dp_block *b, *n;
+	int err;
+
+	pthread_mutex_lock(&p->lock);
+	b = live_find(p, d->dev_va);
+	if (!b || &b->sync != d->sync || b->size != d->size ||
+	    md_block_sync_generation(&b->sync) != d->generation) {
+		err = refuse_free(p, d);
+		goto out;
+	}
+	switch (md_block_sync_state(&b->sync)) {
+	case MD_BLOCK_ACTIVE:
+		err = -EBUSY;
+		goto out;
+	case MD_BLOCK_ALLOCATED:
+		if (md_block_sync_release(&b->sync) != 1) {
+			err = -EBUSY;
+			goto out;
+		}
+		break;
+	case MD_BLOCK_RELEASED:		/* its last holder let go */
+		break;
+	default:
+		err = refuse_free(p, d);
+		goto out;
+	}
+	md_block_sync_recycle(&b->sync);	/* RELEASED -> RECYCLED */
+	rb_erase(&p->live_tree, &b->rb);
+	p->st.frees++;
+	p->st.blocks_in_use--;
+	p->st.requested_bytes -= b->requested;
+	p->st.bytes_in_use -= b->size;
+
+	n = b->prev;
+	if (n && n->where == DP_FREE) {		/* left neighbour absorbs b */
+		free_remove(p, n);
+		n->size += b->size;
+		n->next = b->next;
+		if (b->next)
+			b->next->prev = n;
+		cache_put(p, b);
+		b = n;
+	}
+	n = b->next;
+	if (n && n->where == DP_FREE) {		/* b absorbs its right one */
+		free_remove(p, n);
+		b->size += n->size;
+		b->next = n->next;
+		if (n->next)
+			n->next->prev = b;
+		cache_put(p, n);
+	}
+	free_insert(p, b);
+	err = 0;
+out:
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+MD_API int md_dynpool_trim(struct md_dynpool *p)
+{
+	struct dp_region *r, *largest = NULL;
+	bool all_empty = true;
+	int n;
+
+	pthread_mutex_lock(&p->lock);
+	for (r = p->regions; r; r = r->next) {
+		if (!region_empty(r))
+			all_empty = false;
+		if (!largest || r->r.size > largest->r.size)
+			largest = r;
+	}
+	n = release_empty(p, all_empty ? largest : NULL);
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
+MD_API void md_dynpool_stats(struct md_dynpool *p, struct md_dynpool_stats *st)
+{
+	struct dp_block *last;
+
+	pthread_mutex_lock(&p->lock);
+	*st = p->st;
+	last = to_block(rb_last(p->free_tree.root));
+	st->free_blocks = p->free_tree.count;
+	st->largest_free = last ? last->size : 0;
+	st->fragmentation = st->free_bytes ?
+		1.0 - (double)st->largest_free / (double)st->free_bytes : 0.0;
+	pthread_mutex_unlock(&p->lock);
+}
+
+static int32_t dump(const struct rb_node *n, struct md_dynpool_node *out,
+		    size_t max, size_t *i)
+{
+	const struct dp_block *b = to_block(n);
+	size_t me;
+	int32_t l;
+
+	if (!n)
+		return -1;
+	me = (*i)++;
+	l = dump(n->left, out, max, i);
+	if (me < max) {
+		out[me].dev_va = b->addr;
+		out[me].size = b->size;
+		out[me].red = n->red;
+		out[me].pad = 0;
+		out[me].left = l;
+	}
+	l = dump(n->right, out, max, i);
+	if (me < max)
+		out[me].right = l;
+	return (int32_t)me;
+}
+
+MD_API size_t md_dynpool_dump_free(struct md_dynpool *p,
+				   struct md_dynpool_node *out, size_t max)
+{
+	size_t n;
+
+	pthread_mutex_lock(&p->lock);
+	n = p->free_tree.count;
+	if (n <= max) {
+		size_t i = 0;
+
+		dump(p->free_tree.root, out, max, &i);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
+static int check_locked(struct md_dynpool *p, const char **why)
+{
+	uint64_t free_bytes = 0, in_use = 0, requested = 0, reserved = 0;
+	size_t nfree = 0, nlive = 0, nregions = 0, ncached = 0, total = 0;
+	const struct dp_region *r;
+	const struct dp_block *b;
+	const struct dp_chunk *c;
+
+	if (rb_check(&p->free_tree, free_cmp, why) ||
+	    rb_check(&p->live_tree, live_cmp, why))
+		return -EUCLEAN;
+	for (r = p->regions; r; r = r->next) {
+		uint64_t at = r->r.dev_va;
+
+		nregions++;
+		reserved += r->r.size;
+		if (r->next && r->next->prev != r) {
+			*why = "region list links";
+			return -EUCLEAN;
+		}
+		if (!r->first || r->first->prev) {
+			*why = "region without a first block";
+			return -EUCLEAN;
+		}
+		for (b = r->first; b; b = b->next) {
+			if (b->reg != r || b->addr != at || !b->size) {
+				*why = "address list: gap, overlap or owner";
+				return -EUCLEAN;
+			}
+			if (b->next && b->next->prev != b) {
+				*why = "address list links";
+				return -EUCLEAN;
+			}
+			if (b->addr & (p->align - 1)) {
+				*why = "block not aligned";
+				return -EUCLEAN;
+			}
+			at += b->size;
+			if (b->where == DP_FREE) {
+				nfree++;
+				free_bytes += b->size;
+				if (b->next && b->next->where == DP_FREE) {
+					*why = "two free neighbours";
+					return -EUCLEAN;
+				}
+				if (md_block_sync_state(&b->sync) !=
+				    MD_BLOCK_RECYCLED) {
+					*why = "free block not RECYCLED";
+					return -EUCLEAN;
+				}
+			} else if (b->where == DP_LIVE) {
+				nlive++;
+				in_use += b->size;
+				requested += b->requested;
+				if (b->requested > b->size ||
+				    md_block_sync_state(&b->sync) ==
+				    MD_BLOCK_RECYCLED) {
+					*why = "live block size or state";
+					return -EUCLEAN;
+				}
+				if (live_find(p, b->addr) != b) {
+					*why = "live block not in the live tree";
+					return -EUCLEAN;
+				}
+			} else {
+				*why = "cached block in a region";
+				return -EUCLEAN;
+			}
+		}
+		if (at != r->r.dev_va + r->r.size) {
+			*why = "blocks do not cover their region";
+			return -EUCLEAN;
+		}
+	}
+	for (b = p->cache; b; b = b->next) {
+		if (b->where != DP_CACHE ||
+		    md_block_sync_state(&b->sync) != MD_BLOCK_RECYCLED) {
+			*why = "cache entry state";
+			return -EUCLEAN;
+		}
+		ncached++;
+	}
+	for (c = p->chunks; c; c = c->next)
+		total += c->n;
+	if (nfree != p->free_tree.count || nlive != p->live_tree.count) {
+		*why = "tree sizes against the address lists";
+		return -EUCLEAN;
+	}
+	if (ncached != p->cached || nfree + nlive + ncached != total) {
+		*why = "metadata lost or counted twice";
+		return -EUCLEAN;
+	}
+	if (free_bytes != p->st.free_bytes || in_use != p->st.bytes_in_use ||
+	    requested != p->st.requested_bytes ||
+	    nlive != p->st.blocks_in_use || reserved != p->st.reserved_bytes ||
+	    nregions != p->st.regions ||
+	    free_bytes + in_use != reserved) {
+		*why = "counters";
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+MD_API int md_dynpool_check(struct md_dynpool *p, const char **why)
+{
+	const char *dummy;
+	int err;
+
+	if (!why)
+		why = &dummy;
+	*why = NULL;
+	pthread_mutex_lock(&p->lock);
+	err = check_locked(p, why);
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
