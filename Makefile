@@ -170,7 +170,7 @@ $(B)/demo/region: tools/demo/region.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
 
-bench: bench-buddy bench-plan bench-exact bench-dynamic
+bench: bench-buddy bench-copy bench-plan bench-exact bench-dynamic
 
 # The offset planner on ../shared/bench (MiniMalloc problems) and 10^5
 # random buffers, against greedy largest-first first-fit.
@@ -203,6 +203,11 @@ $(B)/bench/dynamic_bench: tools/bench/dynamic_bench.c $(LIB_A)
 # metadef's buddy allocator against the kernel's drm_buddy, in one VM run.
 bench-buddy:
 	tools/bench/buddy-bench
+
+# The copy engine (kmod/mmu.c) against memcpy() of the same bytes, in a VM.
+.PHONY: bench-copy
+bench-copy:
+	tools/bench/copy-bench
 
 # ---------------------------------------------------------------- install
 
