@@ -240,8 +240,8 @@ MD_EXPORT_FOR_TESTS(md_mmu_translate);
  * @len: out: bytes from @va (at most @max) that all translate for @access
  *       to consecutive pool bytes from @pool_off
  *
- * A run ends where the next page is unmapped, lacks the permission, has
- * another color or is not the next pool page: the next call reports that
+ * A run ends where the next page is unmapped, has other permission or
+ * color bits, or is not the next pool page: the next call reports that
  * page's fault, or starts a new run there. Consecutive leaves of one leaf
  * table are read in order without walking the upper levels again, so a
  * run costs about one load per page.
