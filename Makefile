@@ -170,7 +170,7 @@ $(B)/demo/region: tools/demo/region.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
 
-bench: bench-buddy bench-plan bench-exact bench-dynamic bench-alloc
+bench: bench-buddy bench-copy bench-plan bench-exact bench-dynamic bench-alloc
 
 # The offset planner on ../shared/bench (MiniMalloc problems) and 10^5
 # random buffers, against greedy largest-first first-fit.
@@ -213,6 +213,11 @@ $(B)/bench/alloc_bench: tools/bench/alloc_bench.c $(LIB_A)
 # metadef's buddy allocator against the kernel's drm_buddy, in one VM run.
 bench-buddy:
 	tools/bench/buddy-bench
+
+# The copy engine (kmod/mmu.c) against memcpy() of the same bytes, in a VM.
+.PHONY: bench-copy
+bench-copy:
+	tools/bench/copy-bench
 
 # ---------------------------------------------------------------- install
 

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The copy engine: METADEF_IOC_COPY, standing in for an accelerator's DMA.
- * It sees memory only through the caller's device page table: every page
- * of both ranges is translated first, under the table's read lock, and a
- * single fault fails the whole copy before a byte moves. The lock is held
+ * It sees memory only through the caller's device page table (the walk and
+ * the copy loop are md_mmu_copy() in mmu.c): every page of both ranges is
+ * translated first, under the table's read lock, and a single fault fails
+ * the whole copy before a byte moves. The lock is held
  * until the copy is done, so no page can be unmapped, freed and handed to
  * another tenant in between; the pool's gone_sem is held too, so a PCI
  * device cannot go away under it.
@@ -34,29 +35,17 @@ void md_fault_record(struct md_domain *dom, u64 va, unsigned int access,
 	spin_unlock(&mdev->fault_lock);
 }
 
-/* Every page [va, va + size) touches must translate for @access. */
-static int check_range(struct md_domain *dom, u64 va, u64 size,
-		       unsigned int access)
+static void pool_copy(void *pool, u64 dst, u64 src, u64 len)
 {
-	u64 page = va & PAGE_MASK, end = va + size, off;
+	struct md_pool *p = pool;
 
-	for (; page < end; page += PAGE_SIZE) {
-		u64 at = max(page, va);
-		enum md_mmu_fault f = md_mmu_translate(&dom->mmu, at, access, &off);
-
-		if (f) {
-			md_fault_record(dom, at, access, f);
-			return -EFAULT;
-		}
-	}
-	return 0;
+	p->ops->copy(p, dst, src, len);
 }
 
 int md_copy(struct md_domain *dom, struct metadef_copy *arg)
 {
+	struct md_mmu_fault_info fault;
 	struct md_pool *pool;
-	unsigned long pieces = 0;
-	u64 done = 0;
 	int ret;
 
 	/* Flags, padding and reserved fields: checked by the dispatcher. */
@@ -79,26 +68,11 @@ int md_copy(struct md_domain *dom, struct metadef_copy *arg)
 		return -ENODEV;
 	}
 	down_read(&dom->mmu.lock);
-	ret = check_range(dom, arg->src_va, arg->size, MD_MMU_READ);
-	if (!ret)
-		ret = check_range(dom, arg->dst_va, arg->size, MD_MMU_WRITE);
-	while (!ret && done < arg->size) {
-		u64 s = arg->src_va + done, d = arg->dst_va + done, so, dof, n;
-
-		/* Checked above, and nothing can change under the lock. */
-		if (WARN_ON(md_mmu_translate(&dom->mmu, s, MD_MMU_READ, &so) ||
-			    md_mmu_translate(&dom->mmu, d, MD_MMU_WRITE, &dof))) {
-			ret = -EFAULT;
-			break;
-		}
-		n = min3(arg->size - done, PAGE_SIZE - (s & ~PAGE_MASK),
-			 PAGE_SIZE - (d & ~PAGE_MASK));
-		pool->ops->copy(pool, dof, so, n);
-		done += n;
-		if (!(++pieces & 255))
-			cond_resched();
-	}
+	ret = md_mmu_copy(&dom->mmu, arg->dst_va, arg->src_va, arg->size,
+			  pool_copy, pool, &fault);
 	up_read(&dom->mmu.lock);
 	up_read(&pool->gone_sem);
+	if (ret == -EFAULT)
+		md_fault_record(dom, fault.va, fault.access, fault.reason);
 	return ret;
 }

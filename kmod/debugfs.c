@@ -3,6 +3,7 @@
  * /sys/kernel/debug/metadef/: read-only seq_file views of the module's
  * state, for root only.
  */
+#include <linux/cred.h>
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -16,19 +17,22 @@ static int domains_show(struct seq_file *m, void *unused)
 	struct md_domain *dom;
 	unsigned long id;
 
-	seq_puts(m, "id\tpid\tcomm\tcolor\tquota\tused\tregions\tfaults\n");
+	seq_puts(m, "id\tpid\tuid\tcomm\tcolor\tquota\tused\tregions\timports\tfaults\n");
 	xa_lock(&mdev->domains);
 	xa_for_each(&mdev->domains, id, dom) {
 		u64 quota = READ_ONCE(dom->quota);
 
-		seq_printf(m, "%u\t%d\t%s\t%u\t", dom->id, dom->pid, dom->comm,
+		seq_printf(m, "%u\t%d\t%u\t%s\t%u\t", dom->id, dom->pid,
+			   from_kuid(&init_user_ns, dom->uid), dom->comm,
 			   dom->color);
 		if (quota == METADEF_QUOTA_UNLIMITED)
 			seq_puts(m, "unlimited");
 		else
 			seq_printf(m, "%llu", quota);
-		seq_printf(m, "\t%lld\t%d\t%d\n", (s64)atomic64_read(&dom->used),
+		seq_printf(m, "\t%lld\t%d\t%d\t%d\n",
+			   (s64)atomic64_read(&dom->used),
 			   atomic_read(&dom->nr_regions),
+			   atomic_read(&dom->nr_imports),
 			   atomic_read(&dom->nr_faults));
 	}
 	xa_unlock(&mdev->domains);
@@ -85,13 +89,13 @@ static int regions_show(struct seq_file *m, void *unused)
 	struct md_region *r;
 	unsigned long id;
 
-	seq_puts(m, "domain\thandle\tpid\toffset\tsize\trefs\tmapped\n");
+	seq_puts(m, "domain\thandle\tpid\toffset\tsize\trefs\tmapped\tdmabufs\n");
 	xa_lock(&mdev->mmap_ids);
 	xa_for_each(&mdev->mmap_ids, id, r)
-		seq_printf(m, "%u\t%u\t%d\t%#llx\t%llu\t%u\t%d\n", r->owner,
-			   READ_ONCE(r->handle), r->pid, r->alloc.offset,
-			   r->alloc.size, kref_read(&r->ref),
-			   atomic_read(&r->vmas));
+		seq_printf(m, "%u\t%u\t%d\t%#llx\t%llu\t%u\t%d\t%d\n",
+			   r->owner, READ_ONCE(r->handle), r->pid,
+			   r->alloc.offset, r->alloc.size, kref_read(&r->ref),
+			   atomic_read(&r->vmas), atomic_read(&r->dmabufs));
 	xa_unlock(&mdev->mmap_ids);
 	return 0;
 }
@@ -127,6 +131,37 @@ static int faults_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(faults);
 
+/* One domain's device page table: debugfs "mmu/<id>". */
+static int mmu_show(struct seq_file *m, void *unused)
+{
+	struct md_domain *dom = m->private;
+
+	seq_printf(m, "# domain %u\n", dom->id);
+	md_mmu_show(&dom->mmu, m);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(mmu);
+
+/*
+ * Called once the domain has its id, and when its file closes; debugfs
+ * removal waits for readers, so a dump never outlives the domain's file.
+ */
+void md_debugfs_domain_add(struct md_domain *dom)
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "%u", dom->id);
+	dom->mmu_debugfs = debugfs_create_file(name, 0400,
+					       dom->dev->mmu_debugfs, dom,
+					       &mmu_fops);
+}
+
+void md_debugfs_domain_remove(struct md_domain *dom)
+{
+	debugfs_remove(dom->mmu_debugfs);
+	dom->mmu_debugfs = NULL;
+}
+
 void md_debugfs_init(struct md_device *mdev)
 {
 	/* debugfs failures are not fatal: the device works without it. */
@@ -139,6 +174,7 @@ void md_debugfs_init(struct md_device *mdev)
 	debugfs_create_file("regions", 0400, mdev->debugfs, mdev,
 			    &regions_fops);
 	debugfs_create_file("faults", 0400, mdev->debugfs, mdev, &faults_fops);
+	mdev->mmu_debugfs = debugfs_create_dir("mmu", mdev->debugfs);
 }
 
 void md_debugfs_exit(struct md_device *mdev)

@@ -10,11 +10,54 @@
  * would exceed the quota fails with -EDQUOT before anything is allocated.
  */
 #include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 
 #include "metadef.h"
 #include "pool.h"
+
+/*
+ * Domains per user: every domain holds a color, and colors are few (65535).
+ * Without CAP_SYS_ADMIN a user may hold at most max_user_domains of them
+ * (like inotify's max_user_instances); -EMFILE beyond.
+ */
+static int user_domains_get(struct md_device *mdev, kuid_t uid)
+{
+	unsigned long key = __kuid_val(uid);
+	unsigned int max = READ_ONCE(mdev->max_user_domains);
+	unsigned long n;
+	void *old;
+	int ret = 0;
+
+	xa_lock(&mdev->user_domains);
+	n = xa_to_value(xa_load(&mdev->user_domains, key) ?: xa_mk_value(0));
+	if (max && n >= max && !capable(CAP_SYS_ADMIN)) {
+		ret = -EMFILE;
+	} else {
+		old = __xa_store(&mdev->user_domains, key, xa_mk_value(n + 1),
+				 GFP_KERNEL);
+		if (xa_is_err(old))
+			ret = xa_err(old);
+	}
+	xa_unlock(&mdev->user_domains);
+	return ret;
+}
+
+static void user_domains_put(struct md_device *mdev, kuid_t uid)
+{
+	unsigned long key = __kuid_val(uid);
+	unsigned long n;
+
+	xa_lock(&mdev->user_domains);
+	n = xa_to_value(xa_load(&mdev->user_domains, key) ?: xa_mk_value(0));
+	if (WARN_ON(!n) || n == 1)
+		__xa_erase(&mdev->user_domains, key);
+	else	/* replaces an entry: never allocates */
+		__xa_store(&mdev->user_domains, key, xa_mk_value(n - 1),
+			   GFP_ATOMIC);
+	xa_unlock(&mdev->user_domains);
+}
 
 struct md_domain *md_domain_create(struct md_device *mdev)
 {
@@ -33,10 +76,15 @@ struct md_domain *md_domain_create(struct md_device *mdev)
 	atomic64_set(&dom->used, 0);
 	xa_init_flags(&dom->handles, XA_FLAGS_ALLOC1);
 	atomic_set(&dom->nr_faults, 0);
+	atomic_set(&dom->nr_imports, 0);
+	dom->uid = current_uid();
 
+	ret = user_domains_get(mdev, dom->uid);
+	if (ret)
+		goto err_free;
 	ret = ida_alloc_range(&mdev->colors, 1, U16_MAX, GFP_KERNEL);
 	if (ret < 0)
-		goto err_free;
+		goto err_user;
 	dom->color = ret;
 	ret = md_mmu_init(&dom->mmu, dom->color);
 	if (ret)
@@ -46,12 +94,15 @@ struct md_domain *md_domain_create(struct md_device *mdev)
 			      &mdev->next_domain, GFP_KERNEL);
 	if (ret < 0)
 		goto err_mmu;
+	md_debugfs_domain_add(dom);
 	return dom;
 
 err_mmu:
 	md_mmu_fini(&dom->mmu);
 err_color:
 	ida_free(&mdev->colors, dom->color);
+err_user:
+	user_domains_put(mdev, dom->uid);
 err_free:
 	kfree(dom);
 	return ERR_PTR(ret);
@@ -66,6 +117,7 @@ static void md_domain_release(struct kref *ref)
 	md_pool_put(dom->pool);
 	md_mmu_fini(&dom->mmu);
 	ida_free(&dom->dev->colors, dom->color);
+	user_domains_put(dom->dev, dom->uid);
 	kfree(dom);
 }
 
@@ -77,6 +129,7 @@ void md_domain_put(struct md_domain *dom)
 /* The file is closing: the id disappears, the handles are dropped. */
 void md_domain_close(struct md_domain *dom)
 {
+	md_debugfs_domain_remove(dom);
 	xa_erase(&dom->dev->domains, dom->id);
 	md_share_domain_close(dom);
 	md_region_release_domain(dom);

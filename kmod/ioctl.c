@@ -53,7 +53,7 @@ void md_info_fill(struct md_domain *dom, struct metadef_info *info)
 }
 MD_EXPORT_FOR_TESTS(md_info_fill);
 
-static int md_ioctl_info(struct md_domain *dom, void *arg)
+static int md_ioctl_info(struct md_domain *dom, void *arg, void **priv)
 {
 	struct metadef_info *info = arg;
 	int ret;
@@ -76,7 +76,8 @@ int md_alloc_check(const struct metadef_alloc *arg)
 }
 MD_EXPORT_FOR_TESTS(md_alloc_check);
 
-static int md_ioctl_alloc(struct md_domain *dom, void *data)
+static int md_ioctl_alloc(struct md_domain *dom, void *data,
+			  void **priv)
 {
 	struct metadef_alloc *arg = data;
 	int ret;
@@ -94,14 +95,16 @@ static int md_ioctl_alloc(struct md_domain *dom, void *data)
 }
 
 /* The caller never learnt the handle: the region must not stay behind. */
-static void md_ioctl_alloc_undo(struct md_domain *dom, void *data)
+static void md_ioctl_alloc_undo(struct md_domain *dom, void *data,
+				void *priv)
 {
 	struct metadef_alloc *arg = data;
 
 	WARN_ON(md_region_free_handle(dom, arg->handle));
 }
 
-static int md_ioctl_free(struct md_domain *dom, void *data)
+static int md_ioctl_free(struct md_domain *dom, void *data,
+			 void **priv)
 {
 	struct metadef_free *arg = data;
 
@@ -110,7 +113,8 @@ static int md_ioctl_free(struct md_domain *dom, void *data)
 	return md_region_free_handle(dom, arg->handle);
 }
 
-static int md_ioctl_set_quota(struct md_domain *dom, void *data)
+static int md_ioctl_set_quota(struct md_domain *dom, void *data,
+			      void **priv)
 {
 	struct metadef_quota *arg = data;
 
@@ -119,7 +123,8 @@ static int md_ioctl_set_quota(struct md_domain *dom, void *data)
 	return md_domain_set_quota(dom, arg->domain_id, arg->quota);
 }
 
-static int md_ioctl_copy(struct md_domain *dom, void *data)
+static int md_ioctl_copy(struct md_domain *dom, void *data,
+			 void **priv)
 {
 	struct metadef_copy *arg = data;
 
@@ -128,7 +133,8 @@ static int md_ioctl_copy(struct md_domain *dom, void *data)
 	return md_copy(dom, arg);
 }
 
-static int md_ioctl_grant(struct md_domain *dom, void *data)
+static int md_ioctl_grant(struct md_domain *dom, void *data,
+			  void **priv)
 {
 	struct metadef_grant *arg = data;
 
@@ -138,7 +144,8 @@ static int md_ioctl_grant(struct md_domain *dom, void *data)
 	return md_grant(dom, arg);
 }
 
-static int md_ioctl_import(struct md_domain *dom, void *data)
+static int md_ioctl_import(struct md_domain *dom, void *data,
+			   void **priv)
 {
 	struct metadef_import *arg = data;
 
@@ -152,20 +159,44 @@ static int md_ioctl_import(struct md_domain *dom, void *data)
 }
 
 /* The importer never learnt its handle: drop the import again. */
-static void md_ioctl_import_undo(struct md_domain *dom, void *data)
+static void md_ioctl_import_undo(struct md_domain *dom, void *data,
+				 void *priv)
 {
 	struct metadef_import *arg = data;
 
 	WARN_ON(md_region_free_handle(dom, arg->handle));
 }
 
-static int md_ioctl_revoke(struct md_domain *dom, void *data)
+static int md_ioctl_revoke(struct md_domain *dom, void *data,
+			   void **priv)
 {
 	struct metadef_revoke *arg = data;
 
 	if (!reserved_clear(arg))
 		return -EINVAL;
 	return md_revoke(dom, arg);
+}
+
+static int md_ioctl_export(struct md_domain *dom, void *data, void **priv)
+{
+	struct metadef_export *arg = data;
+
+	if ((arg->flags & ~METADEF_EXPORT_FLAGS) || arg->pad ||
+	    !reserved_clear(arg))
+		return -EINVAL;
+	arg->fd = -1;
+	return md_dmabuf_export(dom, arg, priv);
+}
+
+static void md_ioctl_export_undo(struct md_domain *dom, void *data, void *priv)
+{
+	md_dmabuf_export_undo(data, priv);
+}
+
+static void md_ioctl_export_commit(struct md_domain *dom, void *data,
+				   void *priv)
+{
+	md_dmabuf_export_commit(data, priv);
 }
 
 static const struct md_ioctl_desc md_ioctls[] = {
@@ -181,30 +212,35 @@ static const struct md_ioctl_desc md_ioctls[] = {
 		.min_size = sizeof(struct metadef_alloc),
 		.handler = md_ioctl_alloc,
 		.undo = md_ioctl_alloc_undo,
+		.write = true,
 	},
 	{
 		.cmd = METADEF_IOC_FREE,
 		.name = "FREE",
 		.min_size = sizeof(struct metadef_free),
 		.handler = md_ioctl_free,
+		.write = true,
 	},
 	{
 		.cmd = METADEF_IOC_SET_QUOTA,
 		.name = "SET_QUOTA",
 		.min_size = sizeof(struct metadef_quota),
 		.handler = md_ioctl_set_quota,
+		.write = true,
 	},
 	{
 		.cmd = METADEF_IOC_COPY,
 		.name = "COPY",
 		.min_size = sizeof(struct metadef_copy),
 		.handler = md_ioctl_copy,
+		.write = true,
 	},
 	{
 		.cmd = METADEF_IOC_GRANT,
 		.name = "GRANT",
 		.min_size = sizeof(struct metadef_grant),
 		.handler = md_ioctl_grant,
+		.write = true,
 	},
 	{
 		.cmd = METADEF_IOC_IMPORT,
@@ -212,12 +248,23 @@ static const struct md_ioctl_desc md_ioctls[] = {
 		.min_size = sizeof(struct metadef_import),
 		.handler = md_ioctl_import,
 		.undo = md_ioctl_import_undo,
+		.write = true,
 	},
 	{
 		.cmd = METADEF_IOC_REVOKE,
 		.name = "REVOKE",
 		.min_size = sizeof(struct metadef_revoke),
 		.handler = md_ioctl_revoke,
+		.write = true,
+	},
+	{
+		.cmd = METADEF_IOC_EXPORT_DMABUF,
+		.name = "EXPORT_DMABUF",
+		.min_size = sizeof(struct metadef_export),
+		.handler = md_ioctl_export,
+		.undo = md_ioctl_export_undo,
+		.commit = md_ioctl_export_commit,
+		.write = true,
 	},
 };
 
@@ -255,11 +302,15 @@ long md_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	const struct md_ioctl_desc *d;
 	unsigned int usize, ksize;
 	u8 buf[MD_IOCTL_MAX_SIZE] __aligned(8);
+	void *priv = NULL;
 	int ret;
 
 	d = md_ioctl_lookup(cmd);
 	if (!d)
 		return -ENOTTY;
+	/* The descriptor is the capability: a read-only one may only ask. */
+	if (d->write && !(file->f_mode & FMODE_WRITE))
+		return -EBADF;
 
 	usize = _IOC_SIZE(cmd);
 	ksize = _IOC_SIZE(d->cmd);
@@ -269,6 +320,8 @@ long md_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	BUILD_BUG_ON(sizeof(struct metadef_quota) > MD_IOCTL_MAX_SIZE);
 	BUILD_BUG_ON(sizeof(struct metadef_copy) > MD_IOCTL_MAX_SIZE);
 	BUILD_BUG_ON(sizeof(struct metadef_import) > MD_IOCTL_MAX_SIZE);
+	BUILD_BUG_ON(sizeof(struct metadef_revoke) > MD_IOCTL_MAX_SIZE);
+	BUILD_BUG_ON(sizeof(struct metadef_export) > MD_IOCTL_MAX_SIZE);
 
 	memset(buf, 0, ksize);
 	if (_IOC_DIR(cmd) & _IOC_WRITE) {
@@ -280,7 +333,7 @@ long md_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 			return ret;
 	}
 
-	ret = d->handler(dom, buf);
+	ret = d->handler(dom, buf, &priv);
 	if (ret)
 		return ret;
 
@@ -289,9 +342,11 @@ long md_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		if (copy_to_user(uarg, buf, min(usize, ksize)) ||
 		    (usize > ksize && clear_user(uarg + ksize, usize - ksize))) {
 			if (d->undo)
-				d->undo(dom, buf);
+				d->undo(dom, buf, priv);
 			return -EFAULT;
 		}
 	}
+	if (d->commit)
+		d->commit(dom, buf, priv);
 	return 0;
 }

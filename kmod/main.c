@@ -31,6 +31,8 @@ static struct md_device md_dev = {
 	.share_lock = __MUTEX_INITIALIZER(md_dev.share_lock),
 	.grants = LIST_HEAD_INIT(md_dev.grants),
 	.fault_lock = __SPIN_LOCK_UNLOCKED(md_dev.fault_lock),
+	.user_domains = XARRAY_INIT(md_dev.user_domains, 0),
+	.max_user_domains = 1024,
 };
 
 static char *backend = "sysram";
@@ -94,6 +96,9 @@ static const struct kernel_param_ops quota_ops = {
 
 module_param_cb(default_quota, &quota_ops, &md_dev.default_quota, 0644);
 MODULE_PARM_DESC(default_quota, "Bytes a new domain may hold, with K/M/G suffix (default 0: no limit)");
+
+module_param_named(max_user_domains, md_dev.max_user_domains, uint, 0644);
+MODULE_PARM_DESC(max_user_domains, "Domains (open descriptors) a user without CAP_SYS_ADMIN may hold at once (default 1024, 0: no limit)");
 
 static int md_open(struct inode *inode, struct file *file)
 {
@@ -161,6 +166,35 @@ static int md_inode_init(void)
 		simple_release_fs(&md_mnt, &md_mnt_count);
 	}
 	return ret;
+}
+
+/* Files of dma-buf mappings: nothing but a module reference and f_mapping. */
+static const struct file_operations md_mapping_fops = {
+	.owner = THIS_MODULE,
+	.llseek = noop_llseek,
+};
+
+/**
+ * md_mapping_file() - a new file whose f_mapping is the device's shared
+ * address_space, for the mappings of a dma-buf (vma_set_file()): they are
+ * zapped with every other mapping of the device's memory. It holds a
+ * module reference, as an open /dev/metadef does, so that no mapping
+ * outlives the module. fput() it.
+ */
+struct file *md_mapping_file(void)
+{
+	struct file *file;
+
+	if (!try_module_get(THIS_MODULE))
+		return ERR_PTR(-ENOENT);
+	ihold(md_dev.inode);
+	file = alloc_file_pseudo(md_dev.inode, md_mnt, "metadef-dmabuf",
+				 O_RDWR, &md_mapping_fops);
+	if (IS_ERR(file)) {
+		iput(md_dev.inode);
+		module_put(THIS_MODULE);
+	}
+	return file;
 }
 
 static void md_inode_exit(void)
@@ -281,6 +315,7 @@ static void __exit md_exit(void)
 	WARN_ON(md_dev.pool);
 	md_inode_exit();
 	xa_destroy(&md_dev.domains);
+	WARN_ON(!xa_empty(&md_dev.user_domains));
 	ida_destroy(&md_dev.colors);
 }
 

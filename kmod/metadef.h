@@ -9,6 +9,7 @@
 #include <linux/kref.h>
 #include <linux/miscdevice.h>
 #include <linux/types.h>
+#include <linux/uidgid.h>
 #include <linux/xarray.h>
 
 #include "buddy.h"
@@ -73,6 +74,10 @@ struct md_fault_entry {
  * @fault_lock: guards the fault log
  * @faults: the last MD_FAULT_LOG copy-engine faults, a ring
  * @nr_faults: faults ever recorded (the ring's head)
+ * @mmu_debugfs: debugfs "mmu/", one page-table dump per domain
+ * @user_domains: open domains per user (uid -> xa_mk_value(count))
+ * @max_user_domains: the most a user without CAP_SYS_ADMIN may hold
+ *                    (module parameter; 0: no limit)
  */
 struct md_device {
 	struct miscdevice misc;
@@ -92,6 +97,9 @@ struct md_device {
 	spinlock_t fault_lock;
 	struct md_fault_entry faults[MD_FAULT_LOG];
 	u64 nr_faults;
+	struct dentry *mmu_debugfs;
+	struct xarray user_domains;
+	unsigned int max_user_domains;
 };
 
 /**
@@ -110,6 +118,9 @@ struct md_device {
  *        allocation, holds a reference)
  * @mmu: its device page table
  * @nr_faults: copy-engine faults it caused
+ * @nr_imports: live imports it holds (not revoked, not dropped)
+ * @uid: the user who opened it (counted in mdev->user_domains)
+ * @mmu_debugfs: its debugfs "mmu/<id>"
  */
 struct md_domain {
 	struct kref ref;
@@ -125,6 +136,9 @@ struct md_domain {
 	struct md_pool *pool;
 	struct md_mmu mmu;
 	atomic_t nr_faults;
+	atomic_t nr_imports;
+	kuid_t uid;
+	struct dentry *mmu_debugfs;
 };
 
 /**
@@ -142,6 +156,7 @@ struct md_domain {
  * @handle: its handle in @owner, 0 once freed (for debugfs)
  * @pid: thread group that allocated it
  * @vmas: user mappings of it
+ * @dmabufs: dma-bufs exported from it that are still alive
  * @imports: other domains' imports of it (under mdev->share_lock)
  */
 struct md_region {
@@ -158,6 +173,7 @@ struct md_region {
 	u32 handle;
 	pid_t pid;
 	atomic_t vmas;
+	atomic_t dmabufs;
 	struct list_head imports;
 };
 
@@ -200,6 +216,8 @@ int md_domain_set_quota(struct md_domain *dom, u32 id, u64 quota);
 int md_region_create(struct md_domain *dom, struct metadef_alloc *arg);
 int md_region_free_handle(struct md_domain *dom, u32 handle);
 void md_region_release_domain(struct md_domain *dom);
+struct md_region *md_region_get_owned(struct md_domain *dom, u32 handle,
+				      int *err);
 struct md_region *md_region_lookup_mmap(struct md_domain *dom,
 					unsigned long pgoff);
 u64 md_region_mmap_offset(const struct md_region *r);
@@ -212,6 +230,13 @@ void md_fault_record(struct md_domain *dom, u64 va, unsigned int access,
 
 /* mmap.c */
 int md_mmap(struct file *file, struct vm_area_struct *vma);
+int md_mmap_region(struct md_region *r, struct vm_area_struct *vma);
+
+/* dmabuf.c */
+int md_dmabuf_export(struct md_domain *dom, struct metadef_export *arg,
+		     void **priv);
+void md_dmabuf_export_undo(struct metadef_export *arg, void *priv);
+void md_dmabuf_export_commit(struct metadef_export *arg, void *priv);
 
 /* ioctl.c */
 
@@ -220,16 +245,22 @@ int md_mmap(struct file *file, struct vm_area_struct *vma);
  * @cmd: the command as defined in the uAPI header (current size)
  * @name: for logs and debugfs
  * @min_size: smallest argument size ever shipped (the first version)
- * @handler: does the work on a kernel copy of the argument
+ * @handler: does the work on a kernel copy of the argument; may leave state
+ *           for @undo or @commit in *priv
  * @undo: takes back what a successful @handler did when its result cannot
  *        be copied back to the caller (no partial success)
+ * @commit: makes visible what must not be seen before the result reached
+ *          the caller (a new file descriptor); cannot fail
+ * @write: changes something: refused (-EBADF) on a read-only descriptor
  */
 struct md_ioctl_desc {
 	unsigned int cmd;
 	const char *name;
 	unsigned int min_size;
-	int (*handler)(struct md_domain *dom, void *arg);
-	void (*undo)(struct md_domain *dom, void *arg);
+	int (*handler)(struct md_domain *dom, void *arg, void **priv);
+	void (*undo)(struct md_domain *dom, void *arg, void *priv);
+	void (*commit)(struct md_domain *dom, void *arg, void *priv);
+	bool write;
 };
 
 const struct md_ioctl_desc *md_ioctl_lookup(unsigned int cmd);
@@ -238,8 +269,13 @@ int md_alloc_check(const struct metadef_alloc *arg);
 void md_info_fill(struct md_domain *dom, struct metadef_info *info);
 long md_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 
+/* main.c */
+struct file *md_mapping_file(void);
+
 /* debugfs.c */
 void md_debugfs_init(struct md_device *mdev);
 void md_debugfs_exit(struct md_device *mdev);
+void md_debugfs_domain_add(struct md_domain *dom);
+void md_debugfs_domain_remove(struct md_domain *dom);
 
 #endif /* _METADEF_H */

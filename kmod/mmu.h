@@ -23,6 +23,8 @@
 #include <linux/rwsem.h>
 #include <linux/types.h>
 
+struct seq_file;
+
 #define MD_MMU_VA_BITS		48
 #define MD_MMU_READ		(1u << 1)
 #define MD_MMU_WRITE		(1u << 2)
@@ -53,6 +55,18 @@ struct md_mmu {
 	unsigned long nr_leaves;
 };
 
+/* Where and why a copy faulted. */
+struct md_mmu_fault_info {
+	u64 va;
+	unsigned int access;
+	enum md_mmu_fault reason;
+};
+
+/* The copy engine moves at most this much between chances to reschedule. */
+#define MD_MMU_COPY_CHUNK	(1ULL << 20)
+
+typedef void (*md_mmu_copy_fn)(void *ctx, u64 dst_off, u64 src_off, u64 len);
+
 int md_mmu_init(struct md_mmu *mmu, u16 color);
 void md_mmu_fini(struct md_mmu *mmu);
 int md_mmu_map(struct md_mmu *mmu, u64 va, u64 pool_off, u64 size,
@@ -60,7 +74,13 @@ int md_mmu_map(struct md_mmu *mmu, u64 va, u64 pool_off, u64 size,
 void md_mmu_unmap(struct md_mmu *mmu, u64 va, u64 size);
 enum md_mmu_fault md_mmu_translate(struct md_mmu *mmu, u64 va,
 				   unsigned int access, u64 *pool_off);
+enum md_mmu_fault md_mmu_translate_run(struct md_mmu *mmu, u64 va, u64 max,
+				       unsigned int access, u64 *pool_off,
+				       u64 *len);
+int md_mmu_copy(struct md_mmu *mmu, u64 dst, u64 src, u64 size,
+		md_mmu_copy_fn copy, void *ctx, struct md_mmu_fault_info *fault);
 int md_mmu_check(struct md_mmu *mmu);
+void md_mmu_show(struct md_mmu *mmu, struct seq_file *m);
 const char *md_mmu_fault_name(enum md_mmu_fault f);
 
 #endif /* _METADEF_MMU_H */

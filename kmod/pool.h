@@ -24,8 +24,8 @@ struct seq_file;
  * @pfn: CPU page frame of the page holding pool byte @offset (for mmap)
  * @dev_addr: address at which the device sees pool byte @offset
  * @scrub: zero [@offset, @offset + @size); may sleep
- * @copy: copy @len bytes from pool offset @src to @dst; neither range
- *        crosses a page boundary
+ * @copy: copy @len bytes (at most MD_MMU_COPY_CHUNK) from pool offset @src
+ *        to @dst; the ranges do not overlap
  * @pgprot: page protection for user mappings of the pool
  * @show: extra lines for debugfs "pool"
  * @release: give the memory back; called once, when the last reference

@@ -63,7 +63,7 @@ static void pcibar_scrub(struct md_pool *pool, u64 offset, u64 size)
 	}
 }
 
-/* BAR to BAR, through a bounce buffer on the stack (≤ a page, in pieces). */
+/* BAR to BAR, through a small bounce buffer on the stack, in pieces. */
 static void pcibar_copy(struct md_pool *pool, u64 dst, u64 src, u64 len)
 {
 	struct md_pcibar *b = to_pcibar(pool);

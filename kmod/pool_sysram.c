@@ -98,11 +98,22 @@ static void *sysram_kaddr(struct md_sysram *s, u64 offset)
 	return page_address(c->page) + within;
 }
 
+/* Contiguous in the pool, but maybe not across chunks of the fallback. */
 static void sysram_copy(struct md_pool *pool, u64 dst, u64 src, u64 len)
 {
 	struct md_sysram *s = to_sysram(pool);
+	u64 chunk = BIT_ULL(s->chunk_shift), n;
 
-	memcpy(sysram_kaddr(s, dst), sysram_kaddr(s, src), len);
+	while (len) {
+		n = len;
+		if (!s->contig)
+			n = min3(n, chunk - (dst & (chunk - 1)),
+				 chunk - (src & (chunk - 1)));
+		memcpy(sysram_kaddr(s, dst), sysram_kaddr(s, src), n);
+		dst += n;
+		src += n;
+		len -= n;
+	}
 }
 
 static pgprot_t sysram_pgprot(struct md_pool *pool, pgprot_t prot)

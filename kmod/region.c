@@ -166,6 +166,35 @@ err_put:
 	return ret == -EBUSY ? -ENOMEM : ret;
 }
 
+/**
+ * md_region_get_owned() - the region behind a handle @dom owns
+ * @dom: the caller's domain
+ * @handle: its handle
+ * @err: set to -ENOENT (no such handle) or -EPERM (an import: not the
+ *       caller's to share or export) when NULL is returned
+ *
+ * Return: the region with a reference the caller puts, or NULL.
+ */
+struct md_region *md_region_get_owned(struct md_domain *dom, u32 handle,
+				      int *err)
+{
+	struct md_region *r = NULL;
+	void *entry;
+
+	xa_lock(&dom->handles);
+	entry = xa_load(&dom->handles, handle);
+	if (!entry)
+		*err = -ENOENT;
+	else if (xa_pointer_tag(entry) == MD_HANDLE_IMPORT)
+		*err = -EPERM;
+	else if (kref_get_unless_zero(&((struct md_region *)entry)->ref))
+		r = entry;
+	else
+		*err = -ENOENT;
+	xa_unlock(&dom->handles);
+	return r;
+}
+
 /* Drop what a handle holds: an import, or the owner's reference. */
 static void drop_handle_entry(void *entry)
 {

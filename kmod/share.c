@@ -37,27 +37,6 @@ static u32 share_perm(u32 flags)
 	       (flags & METADEF_SHARE_WRITE ? MD_MMU_WRITE : 0);
 }
 
-/* The region behind a handle the caller owns, with a reference. */
-static struct md_region *owned_region(struct md_domain *dom, u32 handle,
-				      int *err)
-{
-	struct md_region *r = NULL;
-	void *entry;
-
-	xa_lock(&dom->handles);
-	entry = xa_load(&dom->handles, handle);
-	if (!entry)
-		*err = -ENOENT;
-	else if (xa_pointer_tag(entry) == MD_HANDLE_IMPORT)
-		*err = -EPERM;		/* imports are not the caller's to share */
-	else if (kref_get_unless_zero(&((struct md_region *)entry)->ref))
-		r = entry;
-	else
-		*err = -ENOENT;
-	xa_unlock(&dom->handles);
-	return r;
-}
-
 static bool domain_exists(struct md_device *mdev, u32 id)
 {
 	bool found;
@@ -86,7 +65,7 @@ int md_grant(struct md_domain *dom, struct metadef_grant *arg)
 		return -EINVAL;
 	if (arg->domain_id == dom->id)
 		return -EINVAL;
-	r = owned_region(dom, arg->handle, &ret);
+	r = md_region_get_owned(dom, arg->handle, &ret);
 	if (!r)
 		return ret;
 	if (!domain_exists(mdev, arg->domain_id)) {
@@ -166,6 +145,7 @@ int md_import(struct md_domain *dom, struct metadef_import *arg)
 	}
 	/* Taken up: the grant's region reference becomes the import's. */
 	list_add(&imp->link, &r->imports);
+	atomic_inc(&dom->nr_imports);
 	list_del(&found->link);
 	mutex_unlock(&mdev->share_lock);
 	kfree(found);
@@ -190,6 +170,7 @@ static struct md_region *detach_import(struct md_import *imp)
 		return NULL;
 	list_del(&imp->link);
 	md_mmu_unmap(&imp->dom->mmu, r->dev_va, r->alloc.size);
+	atomic_dec(&imp->dom->nr_imports);
 	imp->r = NULL;
 	return r;
 }
@@ -223,7 +204,7 @@ int md_revoke(struct md_domain *dom, struct metadef_revoke *arg)
 
 	if (arg->flags || arg->pad)
 		return -EINVAL;
-	r = owned_region(dom, arg->handle, &ret);
+	r = md_region_get_owned(dom, arg->handle, &ret);
 	if (!r)
 		return ret;
 

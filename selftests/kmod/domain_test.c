@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -206,6 +207,145 @@ TEST_F(dom, set_quota_needs_cap_sys_admin)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+#define MAX_USER "/sys/module/metadef/parameters/max_user_domains"
+
+static int write_param(const char *path, unsigned int v)
+{
+	FILE *f = fopen(path, "w");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fprintf(f, "%u\n", v) > 0;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+static unsigned int read_param(const char *path)
+{
+	unsigned int v = 0;
+	FILE *f = fopen(path, "r");
+
+	if (f) {
+		if (fscanf(f, "%u", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
+/*
+ * Colors are few: a user without CAP_SYS_ADMIN holds at most
+ * max_user_domains domains; the next open fails with EMFILE and takes
+ * nothing, closing one makes room, and root is not limited.
+ */
+TEST(domains_per_user_are_limited)
+{
+	unsigned int saved = read_param(MAX_USER);
+	int status, up[2], down[2], rootfd;
+	pid_t pid;
+	char c;
+
+	ASSERT_NE(0, saved);
+	ASSERT_EQ(0, write_param(MAX_USER, 4));
+	ASSERT_EQ(0, pipe(up));
+	ASSERT_EQ(0, pipe(down));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int fds[5], i, extra;
+
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(10);
+		for (i = 0; i < 4; i++)
+			if ((fds[i] = open(DEV, O_RDWR)) < 0)
+				_exit(11);
+		fds[4] = open(DEV, O_RDWR);
+		if (fds[4] >= 0 || errno != EMFILE)
+			_exit(12);
+		/* Root opens while nobody is at the limit. */
+		if (write(up[1], "x", 1) != 1 || read(down[0], &c, 1) != 1)
+			_exit(13);
+		close(fds[0]);
+		extra = open(DEV, O_RDWR);
+		if (extra < 0)
+			_exit(14);
+		if (open(DEV, O_RDWR) >= 0 || errno != EMFILE)
+			_exit(15);
+		_exit(0);
+	}
+	/* The child is at its limit; a root open still works. */
+	ASSERT_EQ(1, read(up[0], &c, 1));
+	rootfd = open(DEV, O_RDWR);
+	EXPECT_LE(0, rootfd);
+	close(rootfd);
+	ASSERT_EQ(1, write(down[1], "y", 1));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, write_param(MAX_USER, saved));
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/* Lines of debugfs mmu/<id> that start with @va, and their perm column. */
+static int mmu_lines(uint32_t id, uint64_t va, uint64_t end, char *perm)
+{
+	char path[64], line[256], p[8];
+	unsigned long long s, e, off, pages;
+	unsigned int color;
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/metadef/mmu/%u", id);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx %llx %llx %llu %7s %u", &s, &e, &off,
+			   &pages, p, &color) == 6 && s == va && e == end) {
+			strcpy(perm, p);
+			n++;
+		}
+	fclose(f);
+	return n;
+}
+
+TEST_F(dom, mmu_dump_shows_the_device_page_table)
+{
+	struct metadef_import im;
+	struct metadef_grant g;
+	struct metadef_alloc a;
+	char perm[8] = "";
+	int other = open(DEV, O_RDWR | O_CLOEXEC);
+	uint32_t oid;
+
+	ASSERT_LE(0, other);
+	oid = info_of(other).domain_id;
+	ASSERT_EQ(0, alloc(self->fd, 3 * 4096, &a));
+	EXPECT_EQ(1, mmu_lines(self->info.domain_id, a.dev_va, a.dev_va + 3 * 4096,
+			       perm));
+	EXPECT_STREQ("rw", perm);
+	/* A read-only import shows in the importer's table, read-only. */
+	memset(&g, 0, sizeof(g));
+	g.handle = a.handle;
+	g.domain_id = oid;
+	g.flags = METADEF_SHARE_READ;
+	ASSERT_EQ(0, ioctl(self->fd, METADEF_IOC_GRANT, &g));
+	memset(&im, 0, sizeof(im));
+	im.token = g.token;
+	ASSERT_EQ(0, ioctl(other, METADEF_IOC_IMPORT, &im));
+	EXPECT_EQ(1, mmu_lines(oid, a.dev_va, a.dev_va + 3 * 4096, perm));
+	EXPECT_STREQ("r-", perm);
+	/* FREE takes it out of the owner's table; close removes the file. */
+	ASSERT_EQ(0, release(self->fd, a.handle));
+	EXPECT_EQ(0, mmu_lines(self->info.domain_id, a.dev_va,
+			       a.dev_va + 3 * 4096, perm));
+	close(other);
+	EXPECT_EQ(-1, mmu_lines(oid, a.dev_va, a.dev_va + 3 * 4096, perm));
 }
 
 TEST_HARNESS_MAIN

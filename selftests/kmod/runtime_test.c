@@ -56,15 +56,16 @@ static int my_domains(unsigned int except, struct dom_row *row)
 {
 	char line[256], comm[64], quota[32];
 	struct dom_row r;
-	unsigned int color;
+	unsigned int color, uid;
 	int n = 0;
 	FILE *f = fopen(DOMAINS, "r");
 
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%u\t%d\t%63s\t%u\t%31s\t%lld\t%d", &r.id, &r.pid,
-			   comm, &color, quota, &r.used, &r.regions) != 7)
+		if (sscanf(line, "%u\t%d\t%u\t%63s\t%u\t%31s\t%lld\t%d", &r.id,
+			   &r.pid, &uid, comm, &color, quota, &r.used,
+			   &r.regions) != 8)
 			continue;
 		if (r.pid != getpid() || r.id == except)
 			continue;

@@ -36,8 +36,8 @@
 
 /* The columns of debugfs "domains" this demo reads. */
 enum {
-	COL_ID, COL_PID, COL_COMM, COL_COLOR, COL_QUOTA, COL_USED, COL_REGIONS,
-	COL_FAULTS,
+	COL_ID, COL_PID, COL_UID, COL_COMM, COL_COLOR, COL_QUOTA, COL_USED,
+	COL_REGIONS, COL_IMPORTS, COL_FAULTS,
 };
 
 /* What the tenants tell each other when they pass the turn. */
@@ -271,6 +271,7 @@ static int tenant_b(void)
 	unsigned char *own_p;
 	char *ip;
 	long long faults;
+	char name[32];
 	void *wp;
 	int fd, ret;
 
@@ -322,7 +323,11 @@ static int tenant_b(void)
 	if (wp != MAP_FAILED)
 		die("a writable mmap of a read-only import was allowed");
 	say("mmap of the import for writing: refused (%s)", strerror(errno));
-	note("COPY is the stand-in for the accelerator's DMA: it reads A's pages through B's own device page table, where the import put them read-only.");
+	if (domain_field(info.domain_id, COL_IMPORTS) != 1)
+		die("debugfs domains does not count B's import");
+	snprintf(name, sizeof(name), "mmu/%u", info.domain_id);
+	show(name);
+	note("COPY is the stand-in for the accelerator's DMA: it reads A's pages through B's own device page table (above: B's own region read-write, A's import read-only, both in B's color).");
 
 	heading(5, "B tries what it was not granted");
 	faults = domain_field(info.domain_id, COL_FAULTS);

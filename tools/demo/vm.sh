@@ -31,7 +31,8 @@ tenants-demo
 step "debugfs: /sys/kernel/debug/metadef/ (this shell holds a domain open)"
 exec 3<>/dev/metadef
 ls -l /sys/kernel/debug/metadef/
-for f in /sys/kernel/debug/metadef/*; do
+for f in /sys/kernel/debug/metadef/* /sys/kernel/debug/metadef/mmu/*; do
+	[ -f "$f" ] || continue
 	echo "--- $f"
 	cat "$f"
 done

@@ -13,7 +13,9 @@
  *    so the kernel accepts both older (shorter) and newer (longer) callers:
  *    missing input fields read as zero, extra input bytes must be zero,
  *    output is truncated to the caller's size;
- *  - an unknown command fails with -ENOTTY.
+ *  - an unknown command fails with -ENOTTY;
+ *  - a descriptor opened without write access (O_RDONLY) may only ask
+ *    (INFO); every command that changes something fails with -EBADF.
  */
 #ifndef _UAPI_LINUX_METADEF_H
 #define _UAPI_LINUX_METADEF_H
@@ -211,6 +213,31 @@ struct metadef_revoke {
 	__u64 reserved[2];
 };
 
+/* metadef_export.flags */
+#define METADEF_EXPORT_CLOEXEC	(1u << 0)	/* the new fd is close-on-exec */
+#define METADEF_EXPORT_RDWR	(1u << 1)	/* writable: mmap PROT_WRITE, device writes */
+#define METADEF_EXPORT_FLAGS	(METADEF_EXPORT_CLOEXEC | METADEF_EXPORT_RDWR)
+
+/**
+ * struct metadef_export - METADEF_IOC_EXPORT_DMABUF: a dma-buf of a region
+ * @handle: in: the owner's handle of the region (imports cannot be exported)
+ * @flags: in: METADEF_EXPORT_*; without RDWR the dma-buf is read-only
+ * @fd: out: the dma-buf's file descriptor
+ * @pad: in: must be zero
+ * @reserved: in: must be zero
+ *
+ * The dma-buf holds the region: its memory stays allocated (and charged to
+ * the owner) until the last dma-buf reference, attachment and mapping are
+ * gone, even after FREE or close(2) of the domain. EPERM for an import.
+ */
+struct metadef_export {
+	__u32 handle;
+	__u32 flags;
+	__s32 fd;
+	__u32 pad;
+	__u64 reserved[2];
+};
+
 #define METADEF_IOC_INFO	_IOWR(METADEF_IOC_MAGIC, 0x00, struct metadef_info)
 #define METADEF_IOC_ALLOC	_IOWR(METADEF_IOC_MAGIC, 0x01, struct metadef_alloc)
 #define METADEF_IOC_FREE	_IOW(METADEF_IOC_MAGIC, 0x02, struct metadef_free)
@@ -219,5 +246,6 @@ struct metadef_revoke {
 #define METADEF_IOC_GRANT	_IOWR(METADEF_IOC_MAGIC, 0x05, struct metadef_grant)
 #define METADEF_IOC_IMPORT	_IOWR(METADEF_IOC_MAGIC, 0x06, struct metadef_import)
 #define METADEF_IOC_REVOKE	_IOW(METADEF_IOC_MAGIC, 0x07, struct metadef_revoke)
+#define METADEF_IOC_EXPORT_DMABUF _IOWR(METADEF_IOC_MAGIC, 0x08, struct metadef_export)
 
 #endif /* _UAPI_LINUX_METADEF_H */
