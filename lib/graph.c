@@ -183,7 +183,7 @@ static int new_step(struct md_graph *g)
 	return g->nsteps++;
 }
 
-MD_API int md_graph_set_device(struct md_graph *g, enum md_device dev,
+MD_API int md_graph_set_device(struct md_graph *g, enum md_device_kind dev,
 			       const struct md_align_cfg *cfg)
 {
 	struct md_align_cfg def;
@@ -529,7 +529,7 @@ static int parse_line(struct md_graph *g, char *line, unsigned int ln,
 		return md_parse_fail(err, ln, "usage: mode sequential|parallel");
 	}
 	if (!strcmp(tok[0], "device")) {
-		enum md_device dev;
+		enum md_device_kind dev;
 
 		if (n != 2 || md_device_parse(tok[1], &dev))
 			return md_parse_fail(err, ln, "usage: device cpu|gpu|npu");

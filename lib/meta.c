@@ -24,7 +24,7 @@ static int pow2(uint64_t v)
 	return v && !(v & (v - 1));
 }
 
-MD_API int md_align_cfg_set(struct md_align_cfg *cfg, enum md_device dev,
+MD_API int md_align_cfg_set(struct md_align_cfg *cfg, enum md_device_kind dev,
 			    uint64_t align)
 {
 	if ((unsigned int)dev >= MD_DEV_COUNT || !pow2(align))
@@ -34,14 +34,14 @@ MD_API int md_align_cfg_set(struct md_align_cfg *cfg, enum md_device dev,
 }
 
 MD_API uint64_t md_align_for(const struct md_align_cfg *cfg,
-			     enum md_device dev, uint64_t tensor_align)
+			     enum md_device_kind dev, uint64_t tensor_align)
 {
 	if ((unsigned int)dev >= MD_DEV_COUNT)
 		return 0;
 	return tensor_align ? tensor_align : cfg->align[dev];
 }
 
-MD_API int md_device_parse(const char *name, enum md_device *dev)
+MD_API int md_device_parse(const char *name, enum md_device_kind *dev)
 {
 	int i;
 
@@ -54,7 +54,7 @@ MD_API int md_device_parse(const char *name, enum md_device *dev)
 	return -EINVAL;
 }
 
-MD_API const char *md_device_name(enum md_device dev)
+MD_API const char *md_device_name(enum md_device_kind dev)
 {
 	return (unsigned int)dev < MD_DEV_COUNT ? dev_names[dev] : "?";
 }

@@ -66,7 +66,7 @@ int md_graph_parse(struct md_graph *g, const char *text, size_t len,
 		   struct md_error *err);
 
 /* Building by hand: tensor ids are returned (>= 0) or a negative errno. */
-int md_graph_set_device(struct md_graph *g, enum md_device dev,
+int md_graph_set_device(struct md_graph *g, enum md_device_kind dev,
 			const struct md_align_cfg *cfg);
 int md_graph_input(struct md_graph *g, const char *name, uint64_t size,
 		   uint64_t align);

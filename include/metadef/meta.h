@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-enum md_device {
+enum md_device_kind {
 	MD_DEV_CPU,		/* default alignment 64 */
 	MD_DEV_GPU,		/* 128 */
 	MD_DEV_NPU,		/* 256 */
@@ -31,17 +31,17 @@ struct md_align_cfg {
 /* CPU 64, GPU 128, NPU 256. */
 void md_align_cfg_default(struct md_align_cfg *cfg);
 /* Set one device's alignment: a power of two. Return: 0 or -EINVAL. */
-int md_align_cfg_set(struct md_align_cfg *cfg, enum md_device dev,
+int md_align_cfg_set(struct md_align_cfg *cfg, enum md_device_kind dev,
 		     uint64_t align);
 /*
  * The alignment a tensor gets on @dev: its own when it asks for one
  * (@tensor_align != 0), the device's otherwise. 0 for a bad device.
  */
-uint64_t md_align_for(const struct md_align_cfg *cfg, enum md_device dev,
+uint64_t md_align_for(const struct md_align_cfg *cfg, enum md_device_kind dev,
 		      uint64_t tensor_align);
-/* "cpu", "gpu", "npu" <-> enum md_device. Return: 0 or -EINVAL. */
-int md_device_parse(const char *name, enum md_device *dev);
-const char *md_device_name(enum md_device dev);
+/* "cpu", "gpu", "npu" <-> enum md_device_kind. Return: 0 or -EINVAL. */
+int md_device_parse(const char *name, enum md_device_kind *dev);
+const char *md_device_name(enum md_device_kind dev);
 
 /*
  * One usage interval (UsageInterval): the block is used by ops
