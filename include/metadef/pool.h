@@ -42,8 +42,9 @@
  *
  *   free of an ACTIVE block              -EBUSY   MD_POOL_FREE_HELD
  *   free of a RECYCLED block             -EINVAL  MD_POOL_DOUBLE_FREE
- *   any call with an older generation    -ESTALE  MD_POOL_USE_AFTER_FREE
- *   acquire/release in a wrong state     -EINVAL  MD_POOL_BAD_TRANSITION
+ *   any call with an older generation,   -ESTALE  MD_POOL_USE_AFTER_FREE
+ *     acquire/release of a RECYCLED block
+ *   acquire/release of a RELEASED block  -EINVAL  MD_POOL_BAD_TRANSITION
  *   a handle not from this pool          -EINVAL  MD_POOL_BAD_HANDLE
  *
  * Descriptors live as long as the pool, so a stale handle is always safe
@@ -246,7 +247,10 @@ int md_alloc_ex(struct md_pool *pool, uint64_t size,
  */
 int md_free(struct md_pool *pool, const struct md_buf *buf);
 
-/* md_buf_acquire() - one more holder. Return: 0, -EINVAL or -ESTALE. */
+/*
+ * md_buf_acquire() - one more holder (ALLOCATED or ACTIVE). Return: 0,
+ * -EINVAL or -ESTALE.
+ */
 int md_buf_acquire(struct md_pool *pool, const struct md_buf *buf);
 
 /*

@@ -6,9 +6,12 @@
  * figures following the regions; the backend running out (-ENOMEM) and a
  * domain quota (-EDQUOT) reported with the pool's figures, a smaller
  * region taken when a full-size one does not fit, and recovery. Every test
- * ends with the module's pool as free as it started.
+ * ends with the module's pool as free as it started. The debug tier's pool
+ * hands out at most 4 MiB in one piece: there the large tier must fail
+ * cleanly, and the others take regions that small.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,13 +28,18 @@
 #define MiB (1024 * 1024ULL)
 #define DOMAINS "/sys/kernel/debug/metadef/domains"
 
-static uint64_t pool_free(int fd)
+static struct metadef_info info_of(int fd)
 {
 	struct metadef_info info;
 
 	if (md_kmod_info(fd, &info))
-		return 0;
-	return info.pool_free;
+		memset(&info, 0, sizeof(info));
+	return info;
+}
+
+static uint64_t pool_free(int fd)
+{
+	return info_of(fd).pool_free;
 }
 
 static uint32_t domain_id(int fd)
@@ -77,6 +85,7 @@ static int set_quota(int fd, uint32_t id, uint64_t quota)
 FIXTURE(kpool) {
 	int fd;			/* a domain of its own, for INFO */
 	uint64_t free0;
+	bool big;		/* the module can give 32 MiB in one piece */
 	struct md_device *dev;
 	struct md_pool *pool;
 };
@@ -91,6 +100,7 @@ FIXTURE_SETUP(kpool)
 	if (self->fd < 0)
 		SKIP(return, "no /dev/metadef");
 	self->free0 = pool_free(self->fd);
+	self->big = info_of(self->fd).pool_largest >= 32 * MiB;
 	ASSERT_EQ(0, md_device_open(&cfg, &self->dev));
 	ASSERT_STREQ("kmod", md_device_backend(self->dev));
 	ASSERT_EQ(0, md_pool_create(self->dev, NULL, &self->pool));
@@ -114,12 +124,22 @@ TEST_F(kpool, every_tier_written_and_read_back)
 	static const enum md_pool_tier tiers[] = {
 		MD_TIER_LARGE, MD_TIER_SLAB, MD_TIER_SLAB, MD_TIER_BUDDY,
 	};
+	size_t i, k, first = self->big ? 0 : 1;
 	struct md_device_stats ds;
 	struct md_pool_stats st;
+	struct md_oom_info oom;
+	struct md_alloc_opts opts = { .oom = &oom };
 	struct md_buf b[4];
-	size_t i, k;
 
-	for (i = 0; i < 4; i++) {
+	if (!self->big) {
+		/* No region of 17 MiB: refused with the figures, nothing held. */
+		ASSERT_EQ(-ENOMEM, md_alloc_ex(self->pool, sizes[0], &opts, &b[0]));
+		EXPECT_EQ(0, oom.limit_hit);
+		EXPECT_EQ(MD_TIER_LARGE, oom.tier);
+		EXPECT_EQ(0, oom.stats.total.region_bytes);
+		TH_LOG("%s", oom.message);
+	}
+	for (i = first; i < 4; i++) {
 		ASSERT_EQ(0, md_alloc_tagged(self->pool, sizes[i], "kmod", &b[i]));
 		EXPECT_EQ(tiers[i], b[i].tier);
 		EXPECT_EQ(0, b[i].dev_va % 256);
@@ -127,7 +147,7 @@ TEST_F(kpool, every_tier_written_and_read_back)
 		ASSERT_NE(NULL, b[i].cpu);
 		memset(b[i].cpu, 0x11 * (int)(i + 1), b[i].size);
 	}
-	for (i = 0; i < 4; i++) {
+	for (i = first; i < 4; i++) {
 		unsigned char *p = b[i].cpu;
 
 		for (k = 0; k < b[i].size; k += 4093)
@@ -140,29 +160,39 @@ TEST_F(kpool, every_tier_written_and_read_back)
 	EXPECT_EQ(ds.bytes_current, st.total.region_bytes);
 	/* The module gave exactly the regions the pool holds. */
 	EXPECT_EQ(self->free0 - st.total.region_bytes, pool_free(self->fd));
-	EXPECT_EQ(8 * MiB, st.tier[MD_TIER_SLAB].region_bytes);
-	EXPECT_EQ(17 * MiB, st.tier[MD_TIER_LARGE].region_bytes);
-	/* 64 MiB did not fit beside the rest: a smaller buddy region. */
-	EXPECT_GE(st.tier[MD_TIER_BUDDY].region_bytes, 16 * MiB);
-	EXPECT_LT(st.tier[MD_TIER_BUDDY].region_bytes, 64 * MiB);
-	TH_LOG("buddy region %llu MiB",
-	       (unsigned long long)(st.tier[MD_TIER_BUDDY].region_bytes / MiB));
+	if (self->big) {
+		EXPECT_EQ(8 * MiB, st.tier[MD_TIER_SLAB].region_bytes);
+		EXPECT_EQ(17 * MiB, st.tier[MD_TIER_LARGE].region_bytes);
+		/* 64 MiB did not fit beside the rest: a smaller buddy region. */
+		EXPECT_GE(st.tier[MD_TIER_BUDDY].region_bytes, 16 * MiB);
+		EXPECT_LT(st.tier[MD_TIER_BUDDY].region_bytes, 64 * MiB);
+	} else {
+		/* Regions halved down to what the module has in one piece. */
+		EXPECT_LE(st.tier[MD_TIER_SLAB].region_bytes, 4 * MiB);
+		EXPECT_LE(st.tier[MD_TIER_BUDDY].region_bytes, 4 * MiB);
+	}
+	TH_LOG("slab region %llu KiB, buddy region %llu KiB",
+	       (unsigned long long)(st.tier[MD_TIER_SLAB].region_bytes >> 10),
+	       (unsigned long long)(st.tier[MD_TIER_BUDDY].region_bytes >> 10));
 
-	for (i = 0; i < 4; i++)
+	for (i = first; i < 4; i++)
 		ASSERT_EQ(0, md_free(self->pool, &b[i]));
 	EXPECT_EQ(0, md_memory_cleaner(self->pool, NULL, NULL));
 	EXPECT_EQ(self->free0, pool_free(self->fd));
 }
 
-TEST_F(kpool, backend_out_of_memory_and_recovery)
+/* @size blocks until the module runs out; then one freed and taken again. */
+static void exhaust(struct __test_metadata *_metadata, struct md_pool *pool,
+		    uint64_t size, enum md_pool_tier tier)
 {
 	struct md_oom_info oom;
 	struct md_alloc_opts opts = { .oom = &oom };
-	struct md_buf b[16], c;
+	struct md_buf *b = calloc(128, sizeof(*b)), c;
 	int n, err = 0;
 
-	for (n = 0; n < 16; n++) {
-		err = md_alloc_ex(self->pool, 20 * MiB, &opts, &b[n]);
+	ASSERT_NE(NULL, b);
+	for (n = 0; n < 128; n++) {
+		err = md_alloc_ex(pool, size, &opts, &b[n]);
 		if (err)
 			break;
 		memset(b[n].cpu, n, 4096);
@@ -170,19 +200,48 @@ TEST_F(kpool, backend_out_of_memory_and_recovery)
 	ASSERT_EQ(-ENOMEM, err);
 	ASSERT_GE(n, 1);
 	EXPECT_EQ(-ENOMEM, oom.error);
-	EXPECT_EQ(MD_TIER_LARGE, oom.tier);
+	EXPECT_EQ(tier, oom.tier);
 	EXPECT_EQ(0, oom.limit_hit);
-	EXPECT_EQ((uint64_t)n * 20 * MiB, oom.stats.total.region_bytes);
+	EXPECT_EQ(n * b[0].size, oom.stats.total.current_bytes);
+	EXPECT_GE(oom.stats.total.region_bytes, n * b[0].size);
 	EXPECT_NE(NULL, strstr(oom.message, "kmod backend"));
-	TH_LOG("%s", oom.message);
+	TH_LOG("%d blocks; %s", n, oom.message);
 
-	/* A freed region is taken again without asking the module. */
-	ASSERT_EQ(0, md_free(self->pool, &b[0]));
-	ASSERT_EQ(0, md_alloc(self->pool, 20 * MiB, &c));
+	/* A freed block is taken again without asking the module. */
+	ASSERT_EQ(0, md_free(pool, &b[0]));
+	ASSERT_EQ(0, md_alloc(pool, size, &c));
 	EXPECT_EQ(b[0].dev_va, c.dev_va);
 	b[0] = c;
 	while (n--)
-		ASSERT_EQ(0, md_free(self->pool, &b[n]));
+		ASSERT_EQ(0, md_free(pool, &b[n]));
+	EXPECT_EQ(0, md_memory_cleaner(pool, NULL, NULL));
+	free(b);
+}
+
+TEST_F(kpool, backend_out_of_memory_buddy)
+{
+	exhaust(_metadata, self->pool, 2 * MiB, MD_TIER_BUDDY);
+}
+
+TEST_F(kpool, backend_out_of_memory_large)
+{
+	struct md_oom_info oom;
+	struct md_alloc_opts opts = { .oom = &oom };
+	struct md_buf b;
+
+	if (self->big) {
+		exhaust(_metadata, self->pool, 20 * MiB, MD_TIER_LARGE);
+		return;
+	}
+	/* No 20 MiB in one piece at all: refused at once, nothing held. */
+	ASSERT_EQ(-ENOMEM, md_alloc_ex(self->pool, 20 * MiB, &opts, &b));
+	EXPECT_EQ(MD_TIER_LARGE, oom.tier);
+	EXPECT_EQ(0, oom.limit_hit);
+	EXPECT_EQ(0, oom.stats.total.region_bytes);
+	EXPECT_EQ(1, oom.stats.tier[MD_TIER_LARGE].oom_count);
+	/* The other tiers are unaffected. */
+	ASSERT_EQ(0, md_alloc(self->pool, 3 * MiB, &b));
+	ASSERT_EQ(0, md_free(self->pool, &b));
 	EXPECT_EQ(0, md_memory_cleaner(self->pool, NULL, NULL));
 }
 
@@ -192,33 +251,36 @@ TEST_F(kpool, domain_quota_edquot_and_recovery)
 	struct md_oom_info oom;
 	struct md_alloc_opts opts = { .oom = &oom };
 	struct md_pool_stats st;
-	struct md_buf s, b, l;
+	struct md_buf s, b, c;
 
 	if (other_domain(me, &pool_dom) != 1)
 		SKIP(return, "no debugfs view of the domains");
-	ASSERT_EQ(0, set_quota(self->fd, pool_dom, 24 * MiB));
+	ASSERT_EQ(0, set_quota(self->fd, pool_dom, 6 * MiB));
 
-	ASSERT_EQ(0, md_alloc(self->pool, 100, &s));	/* 8 MiB slab region */
-	/* 64 and 32 MiB exceed the quota: the buddy tier takes 16 MiB. */
-	ASSERT_EQ(0, md_alloc(self->pool, 2 * MiB, &b));
+	/* 8 MiB exceeds the quota: the slab tier takes 4 MiB. */
+	ASSERT_EQ(0, md_alloc(self->pool, 100, &s));
+	/* 64 .. 4 MiB exceed what is left: the buddy tier takes 2 MiB. */
+	ASSERT_EQ(0, md_alloc(self->pool, MiB, &b));
 	md_pool_stats(self->pool, &st);
-	EXPECT_EQ(16 * MiB, st.tier[MD_TIER_BUDDY].region_bytes);
-	EXPECT_EQ(24 * MiB, st.total.region_bytes);
+	EXPECT_EQ(4 * MiB, st.tier[MD_TIER_SLAB].region_bytes);
+	EXPECT_EQ(2 * MiB, st.tier[MD_TIER_BUDDY].region_bytes);
+	EXPECT_EQ(6 * MiB, st.total.region_bytes);
 
-	ASSERT_EQ(-EDQUOT, md_alloc_ex(self->pool, 17 * MiB, &opts, &l));
+	ASSERT_EQ(-EDQUOT, md_alloc_ex(self->pool, 2 * MiB, &opts, &c));
 	EXPECT_EQ(-EDQUOT, oom.error);
+	EXPECT_EQ(MD_TIER_BUDDY, oom.tier);
 	EXPECT_EQ(0, oom.limit_hit);
-	EXPECT_EQ(24 * MiB, oom.stats.total.region_bytes);
+	EXPECT_EQ(6 * MiB, oom.stats.total.region_bytes);
 	EXPECT_NE(NULL, strstr(oom.message, "kmod backend"));
 	TH_LOG("%s", oom.message);
 
-	/* With both blocks freed the retry gives their regions back: it fits. */
+	/* The slab's block freed: the retry gives its region back; it fits. */
 	ASSERT_EQ(0, md_free(self->pool, &s));
-	ASSERT_EQ(0, md_free(self->pool, &b));
-	ASSERT_EQ(0, md_alloc(self->pool, 17 * MiB, &l));
+	ASSERT_EQ(0, md_alloc(self->pool, 2 * MiB, &c));
 	md_pool_stats(self->pool, &st);
-	EXPECT_EQ(17 * MiB, st.total.region_bytes);
-	ASSERT_EQ(0, md_free(self->pool, &l));
+	EXPECT_EQ(0, st.tier[MD_TIER_SLAB].region_bytes);
+	ASSERT_EQ(0, md_free(self->pool, &b));
+	ASSERT_EQ(0, md_free(self->pool, &c));
 	EXPECT_EQ(0, md_memory_cleaner(self->pool, NULL, NULL));
 	ASSERT_EQ(0, set_quota(self->fd, pool_dom, METADEF_QUOTA_UNLIMITED));
 }
