@@ -20,6 +20,8 @@
 
 #include <metadef/pool.h>
 
+#include "reuse_word.h"
+
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
 
@@ -59,34 +61,6 @@ void mbuddy_free(struct mbuddy *b, uint64_t off, uint64_t units);
 uint64_t mbuddy_largest(const struct mbuddy *b);
 
 /* ------------------------------------------------------------ blocks */
-
-#define STATE_MASK	0xffull
-#define HOLDER_SHIFT	8
-#define HOLDER_MASK	((uint64_t)MD_BLOCK_MAX_HOLDERS << HOLDER_SHIFT)
-#define GEN_SHIFT	32
-
-/* The word of struct md_block_sync, as reuse.h documents it. */
-static inline uint64_t w_pack(enum md_block_state s, uint32_t holders,
-			      uint32_t gen)
-{
-	return (uint64_t)s | (uint64_t)holders << HOLDER_SHIFT |
-	       (uint64_t)gen << GEN_SHIFT;
-}
-
-static inline enum md_block_state w_state(uint64_t w)
-{
-	return (enum md_block_state)(w & STATE_MASK);
-}
-
-static inline uint32_t w_holders(uint64_t w)
-{
-	return (uint32_t)((w & HOLDER_MASK) >> HOLDER_SHIFT);
-}
-
-static inline uint32_t w_gen(uint64_t w)
-{
-	return (uint32_t)(w >> GEN_SHIFT);
-}
 
 /*
  * The host-side descriptor of one block. The word is 0 until the

@@ -13,33 +13,8 @@
 #include <metadef/reuse.h>
 
 #include "internal.h"
+#include "reuse_word.h"
 
-#define STATE_MASK	0xffull
-#define HOLDER_SHIFT	8
-#define HOLDER_MASK	((uint64_t)MD_BLOCK_MAX_HOLDERS << HOLDER_SHIFT)
-#define GEN_SHIFT	32
-
-static inline uint64_t pack(enum md_block_state s, uint32_t holders,
-			    uint32_t gen)
-{
-	return (uint64_t)s | (uint64_t)holders << HOLDER_SHIFT |
-	       (uint64_t)gen << GEN_SHIFT;
-}
-
-static inline enum md_block_state w_state(uint64_t w)
-{
-	return (enum md_block_state)(w & STATE_MASK);
-}
-
-static inline uint32_t w_holders(uint64_t w)
-{
-	return (uint32_t)((w & HOLDER_MASK) >> HOLDER_SHIFT);
-}
-
-static inline uint32_t w_gen(uint64_t w)
-{
-	return (uint32_t)(w >> GEN_SHIFT);
-}
 
 
 static _Atomic(uint64_t) violations;
@@ -101,7 +76,7 @@ static inline bool cas(struct md_block_sync *b, uint64_t *old, uint64_t new)
 
 MD_API void md_block_sync_init(struct md_block_sync *b)
 {
-	atomic_init(&b->word, pack(MD_BLOCK_ALLOCATED, 0, 0));
+	atomic_init(&b->word, w_pack(MD_BLOCK_ALLOCATED, 0, 0));
 }
 
 static int acquire(struct md_block_sync *b, bool check_gen, uint32_t gen)
@@ -115,11 +90,11 @@ static int acquire(struct md_block_sync *b, bool check_gen, uint32_t gen)
 		if (check_gen && w_gen(w) != gen)
 			return -ESTALE;
 		if (s == MD_BLOCK_ALLOCATED && h == 0) {
-			if (cas(b, &w, pack(MD_BLOCK_ACTIVE, 1, w_gen(w))))
+			if (cas(b, &w, w_pack(MD_BLOCK_ACTIVE, 1, w_gen(w))))
 				return 0;
 		} else if (s == MD_BLOCK_ACTIVE && h &&
 			   h < MD_BLOCK_MAX_HOLDERS) {
-			if (cas(b, &w, pack(MD_BLOCK_ACTIVE, h + 1, w_gen(w))))
+			if (cas(b, &w, w_pack(MD_BLOCK_ACTIVE, h + 1, w_gen(w))))
 				return 0;
 		} else {
 			return refuse(b, MD_REUSE_ACQUIRE, w);
@@ -146,11 +121,11 @@ MD_API int md_block_sync_release(struct md_block_sync *b)
 		uint32_t h = w_holders(w);
 
 		if (s == MD_BLOCK_ACTIVE && h > 1) {
-			if (cas(b, &w, pack(MD_BLOCK_ACTIVE, h - 1, w_gen(w))))
+			if (cas(b, &w, w_pack(MD_BLOCK_ACTIVE, h - 1, w_gen(w))))
 				return 0;
 		} else if ((s == MD_BLOCK_ACTIVE && h == 1) ||
 			   (s == MD_BLOCK_ALLOCATED && h == 0)) {
-			if (cas(b, &w, pack(MD_BLOCK_RELEASED, 0, w_gen(w))))
+			if (cas(b, &w, w_pack(MD_BLOCK_RELEASED, 0, w_gen(w))))
 				return 1;
 		} else {
 			return refuse(b, MD_REUSE_RELEASE, w);
@@ -168,7 +143,7 @@ static int move(struct md_block_sync *b, enum md_reuse_op op,
 	for (;;) {
 		if (w_state(w) != from || w_holders(w) != 0)
 			return refuse(b, op, w);
-		if (cas(b, &w, pack(to, 0, w_gen(w) + gen_inc)))
+		if (cas(b, &w, w_pack(to, 0, w_gen(w) + gen_inc)))
 			return 0;
 	}
 }
