@@ -17,16 +17,14 @@
 #include <metadef/device.h>
 #include <metadef/plan.h>
 
+#include "test_util.h"
 #include "kselftest_harness.h"
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dULL;
 
 static uint64_t rnd(void)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
+	return xorshift64(&rng_state);
 }
 
 static struct md_device *host(uint64_t align)

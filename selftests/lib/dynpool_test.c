@@ -18,6 +18,7 @@
 #include <metadef/dynpool.h>
 #include <metadef/reuse.h>
 
+#include "test_util.h"
 #include "kselftest_harness.h"
 
 #define KiB	1024ull
@@ -32,10 +33,7 @@ static void seed(uint64_t s)
 
 static uint64_t rnd(void)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
+	return xorshift64(&rng_state);
 }
 
 static uint64_t rup(uint64_t v, uint64_t a)

@@ -12,16 +12,14 @@
 #include <metadef/plan.h>
 
 #include "itree.h"
+#include "test_util.h"
 #include "kselftest_harness.h"
 
 static uint64_t rng_state = 88172645463325252ULL;
 
 static uint64_t rnd(void)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
+	return xorshift64(&rng_state);
 }
 
 /* CPU time of this thread: the 1 s budget is for the work, not for the

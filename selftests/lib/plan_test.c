@@ -20,26 +20,14 @@
 
 #include "plan_internal.h"
 #include "bench_files.h"
+#include "test_util.h"
 #include "kselftest_harness.h"
 
 static uint64_t rng_state = 0x853c49e6748fea9bULL;
 
 static uint64_t rnd(void)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
-static void example12(struct md_problem *p)
-{
-	md_problem_init(p);
-	md_problem_add(p, "b1", 0, 3, 4, 0);
-	md_problem_add(p, "b2", 3, 9, 4, 0);
-	md_problem_add(p, "b3", 0, 9, 4, 0);
-	md_problem_add(p, "b4", 9, 21, 4, 0);
-	md_problem_add(p, "b5", 0, 21, 4, 0);
+	return xorshift64(&rng_state);
 }
 
 static void random_problem(struct md_problem *p, size_t n, uint64_t align)
