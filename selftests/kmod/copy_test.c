@@ -16,6 +16,7 @@
 
 #include <linux/metadef.h>
 
+#include "md_ioctl.h"
 #include "kselftest_harness.h"
 
 #define DEV "/dev/metadef"
@@ -44,13 +45,6 @@ static void put(int fd, struct buf *b)
 	ioctl(fd, METADEF_IOC_FREE, &f);
 }
 
-static int copy(int fd, uint64_t dst, uint64_t src, uint64_t size)
-{
-	struct metadef_copy c = { .src_va = src, .dst_va = dst, .size = size };
-
-	return ioctl(fd, METADEF_IOC_COPY, &c) ? -errno : 0;
-}
-
 static unsigned int faults_of(uint32_t domain)
 {
 	char line[256];
@@ -64,15 +58,6 @@ static unsigned int faults_of(uint32_t domain)
 			n++;
 	fclose(f);
 	return n;
-}
-
-static uint32_t domain_of(int fd)
-{
-	struct metadef_info i;
-
-	memset(&i, 0, sizeof(i));
-	ioctl(fd, METADEF_IOC_INFO, &i);
-	return i.domain_id;
 }
 
 FIXTURE(cp) {

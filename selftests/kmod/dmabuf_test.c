@@ -23,6 +23,7 @@
 #include <linux/dma-buf.h>
 #include <linux/metadef.h>
 
+#include "md_ioctl.h"
 #include "kselftest_harness.h"
 
 #define DEV "/dev/metadef"
@@ -38,20 +39,6 @@ static int export(int fd, uint32_t handle, uint32_t flags, int *out)
 	return ret;
 }
 
-static int alloc(int fd, uint64_t size, struct metadef_alloc *a)
-{
-	memset(a, 0, sizeof(*a));
-	a->size = size;
-	return ioctl(fd, METADEF_IOC_ALLOC, a) ? -errno : 0;
-}
-
-static int drop(int fd, uint32_t handle)
-{
-	struct metadef_free f = { .handle = handle };
-
-	return ioctl(fd, METADEF_IOC_FREE, &f) ? -errno : 0;
-}
-
 static uint64_t pool_free(void)
 {
 	struct metadef_info i;
@@ -63,15 +50,6 @@ static uint64_t pool_free(void)
 	if (fd >= 0)
 		close(fd);
 	return i.pool_free;
-}
-
-static uint32_t domain_of(int fd)
-{
-	struct metadef_info i;
-
-	memset(&i, 0, sizeof(i));
-	ioctl(fd, METADEF_IOC_INFO, &i);
-	return i.domain_id;
 }
 
 /* Open descriptors of this process: a refused export must not leak one. */
@@ -185,7 +163,7 @@ TEST_F(dmabuf, dmabuf_keeps_the_region_after_free_and_close)
 			    &buf));
 	q = mmap(NULL, SIZE, PROT_READ, MAP_SHARED, buf, 0);
 	ASSERT_NE(MAP_FAILED, q);
-	ASSERT_EQ(0, drop(self->fd, self->reg.handle));
+	ASSERT_EQ(0, release(self->fd, self->reg.handle));
 	munmap(self->p, SIZE);
 	self->p = MAP_FAILED;
 	/* Close the domain: the dma-buf's region lives on. */
@@ -302,7 +280,7 @@ TEST(read_only_descriptor_only_asks)
 	memset(&i, 0, sizeof(i));
 	EXPECT_EQ(0, ioctl(fd, METADEF_IOC_INFO, &i));
 	EXPECT_EQ(-EBADF, alloc(fd, 4096, &a));
-	EXPECT_EQ(-EBADF, drop(fd, 1));
+	EXPECT_EQ(-EBADF, release(fd, 1));
 	memset(&c, 0, sizeof(c));
 	c.size = 1;
 	EXPECT_EQ(-1, ioctl(fd, METADEF_IOC_COPY, &c));

@@ -16,38 +16,16 @@
 
 #include <linux/metadef.h>
 
+#include "md_ioctl.h"
 #include "kselftest_harness.h"
 
 #define DEV "/dev/metadef"
-
-static struct metadef_info info_of(int fd)
-{
-	struct metadef_info info;
-
-	memset(&info, 0, sizeof(info));
-	ioctl(fd, METADEF_IOC_INFO, &info);
-	return info;
-}
 
 static int set_quota(int fd, uint32_t id, uint64_t quota)
 {
 	struct metadef_quota q = { .domain_id = id, .quota = quota };
 
 	return ioctl(fd, METADEF_IOC_SET_QUOTA, &q) ? -errno : 0;
-}
-
-static int alloc(int fd, uint64_t size, struct metadef_alloc *a)
-{
-	memset(a, 0, sizeof(*a));
-	a->size = size;
-	return ioctl(fd, METADEF_IOC_ALLOC, a) ? -errno : 0;
-}
-
-static int release(int fd, uint32_t handle)
-{
-	struct metadef_free f = { .handle = handle };
-
-	return ioctl(fd, METADEF_IOC_FREE, &f) ? -errno : 0;
 }
 
 FIXTURE(dom) {

@@ -27,6 +27,7 @@
 
 #include <linux/metadef.h>
 
+#include "md_ioctl.h"
 #include "kselftest_harness.h"
 
 #define DEV "/dev/metadef"
@@ -46,36 +47,6 @@ struct dom_msg {
 		uint64_t size;
 	} reg[NREG];
 };
-
-static struct metadef_info info_of(int fd)
-{
-	struct metadef_info info;
-
-	memset(&info, 0, sizeof(info));
-	ioctl(fd, METADEF_IOC_INFO, &info);
-	return info;
-}
-
-static int alloc(int fd, uint64_t size, struct metadef_alloc *a)
-{
-	memset(a, 0, sizeof(*a));
-	a->size = size;
-	return ioctl(fd, METADEF_IOC_ALLOC, a) ? -errno : 0;
-}
-
-static int release(int fd, uint32_t handle)
-{
-	struct metadef_free f = { .handle = handle };
-
-	return ioctl(fd, METADEF_IOC_FREE, &f) ? -errno : 0;
-}
-
-static int copy(int fd, uint64_t dst, uint64_t src, uint64_t size)
-{
-	struct metadef_copy c = { .src_va = src, .dst_va = dst, .size = size };
-
-	return ioctl(fd, METADEF_IOC_COPY, &c) ? -errno : 0;
-}
 
 static int set_quota(int fd, uint32_t id, uint64_t quota)
 {

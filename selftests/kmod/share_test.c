@@ -19,18 +19,10 @@
 
 #include <linux/metadef.h>
 
+#include "md_ioctl.h"
 #include "kselftest_harness.h"
 
 #define DEV "/dev/metadef"
-
-static uint32_t domain_of(int fd)
-{
-	struct metadef_info i;
-
-	memset(&i, 0, sizeof(i));
-	ioctl(fd, METADEF_IOC_INFO, &i);
-	return i.domain_id;
-}
 
 static int md_grant(int fd, uint32_t handle, uint32_t to, uint32_t flags,
 		 uint64_t *token)
@@ -55,20 +47,6 @@ static int md_revoke(int fd, uint32_t handle, uint32_t from)
 	struct metadef_revoke r = { .handle = handle, .domain_id = from };
 
 	return ioctl(fd, METADEF_IOC_REVOKE, &r) ? -errno : 0;
-}
-
-static int drop(int fd, uint32_t handle)
-{
-	struct metadef_free f = { .handle = handle };
-
-	return ioctl(fd, METADEF_IOC_FREE, &f) ? -errno : 0;
-}
-
-static int copy(int fd, uint64_t dst, uint64_t src, uint64_t size)
-{
-	struct metadef_copy c = { .src_va = src, .dst_va = dst, .size = size };
-
-	return ioctl(fd, METADEF_IOC_COPY, &c) ? -errno : 0;
 }
 
 /* Does reading *p in a child die of SIGBUS? */
@@ -217,7 +195,7 @@ TEST_F(share, revoke_cuts_off_cpu_and_device)
 	strcpy(self->ap, "still mine");
 	EXPECT_STREQ("still mine", self->ap);
 	/* The importer's handle is dead; dropping it is all it can do. */
-	EXPECT_EQ(0, drop(self->b, im.handle));
+	EXPECT_EQ(0, release(self->b, im.handle));
 	munmap(bp, 8192);
 }
 
@@ -236,7 +214,7 @@ TEST_F(share, importer_cannot_regrant_or_free_the_memory)
 	memset(&before, 0, sizeof(before));
 	ioctl(self->a, METADEF_IOC_INFO, &before);
 	/* FREE on the import drops the import, not the owner's memory. */
-	EXPECT_EQ(0, drop(self->b, im.handle));
+	EXPECT_EQ(0, release(self->b, im.handle));
 	EXPECT_STREQ("owner's data", self->ap);
 	EXPECT_EQ(0, copy(self->a, self->reg.dev_va + 4096, self->reg.dev_va, 13));
 	EXPECT_STREQ("owner's data", self->ap + 4096);
@@ -254,7 +232,7 @@ TEST_F(share, owner_free_keeps_memory_for_importer)
 	ASSERT_EQ(0, md_import(self->b, tok, &im));
 	munmap(self->ap, 8192);
 	self->ap = mmap(NULL, 8192, PROT_READ, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	EXPECT_EQ(0, drop(self->a, self->reg.handle));
+	EXPECT_EQ(0, release(self->a, self->reg.handle));
 	/* The owner's view is gone; the importer's is not. */
 	EXPECT_EQ(-EFAULT, copy(self->a, self->reg.dev_va, self->reg.dev_va, 8));
 	bp = mmap(NULL, 8192, PROT_READ, MAP_SHARED, self->b, im.mmap_offset);
@@ -262,7 +240,7 @@ TEST_F(share, owner_free_keeps_memory_for_importer)
 	EXPECT_STREQ("owner's data", bp);
 	EXPECT_EQ(0, copy(self->b, self->mine.dev_va, im.dev_va, 8));
 	munmap(bp, 8192);
-	EXPECT_EQ(0, drop(self->b, im.handle));
+	EXPECT_EQ(0, release(self->b, im.handle));
 }
 
 TEST_F(share, bad_requests)
