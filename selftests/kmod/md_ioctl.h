@@ -8,8 +8,10 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <unistd.h>
 
 #include <linux/metadef.h>
 
@@ -48,6 +50,45 @@ static inline int copy(int fd, uint64_t dst, uint64_t src, uint64_t size)
 	struct metadef_copy c = { .src_va = src, .dst_va = dst, .size = size };
 
 	return ioctl(fd, METADEF_IOC_COPY, &c) ? -errno : 0;
+}
+
+#define MD_DEBUGFS_DOMAINS "/sys/kernel/debug/metadef/domains"
+
+/* One row of debugfs "domains" (the columns kmod/debugfs.c prints). */
+struct dom_row {
+	unsigned int id;
+	int pid;
+	long long used;
+	int regions;
+};
+
+/*
+ * The domains of this process other than @except, from debugfs; the last
+ * one found in *@row. Returns how many, or -1 without debugfs.
+ */
+static inline int my_domains(unsigned int except, struct dom_row *row)
+{
+	char line[256], comm[64], quota[32];
+	unsigned int color, uid;
+	struct dom_row r;
+	int n = 0;
+	FILE *f = fopen(MD_DEBUGFS_DOMAINS, "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%u\t%d\t%u\t%63s\t%u\t%31s\t%lld\t%d", &r.id,
+			   &r.pid, &uid, comm, &color, quota, &r.used,
+			   &r.regions) != 8)
+			continue;
+		if (r.pid != getpid() || r.id == except)
+			continue;
+		n++;
+		if (row)
+			*row = r;
+	}
+	fclose(f);
+	return n;
 }
 
 #endif /* METADEF_KSFT_MD_IOCTL_H */

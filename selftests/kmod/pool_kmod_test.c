@@ -24,55 +24,12 @@
 #include <metadef/pool.h>
 
 #include "kselftest_harness.h"
+#include "md_ioctl.h"
 
 #define MiB (1024 * 1024ULL)
-#define DOMAINS "/sys/kernel/debug/metadef/domains"
-
-static struct metadef_info info_of(int fd)
-{
-	struct metadef_info info;
-
-	if (md_kmod_info(fd, &info))
-		memset(&info, 0, sizeof(info));
-	return info;
-}
-
 static uint64_t pool_free(int fd)
 {
 	return info_of(fd).pool_free;
-}
-
-static uint32_t domain_id(int fd)
-{
-	struct metadef_info info;
-
-	if (md_kmod_info(fd, &info))
-		return 0;
-	return info.domain_id;
-}
-
-/* The one other domain of this process (the pool's device), from debugfs. */
-static int other_domain(uint32_t except, uint32_t *id)
-{
-	char line[256], comm[64], quota[32];
-	unsigned int d, color;
-	long long used;
-	int pid, regions, n = 0;
-	FILE *f = fopen(DOMAINS, "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%u\t%d\t%63s\t%u\t%31s\t%lld\t%d", &d, &pid,
-			   comm, &color, quota, &used, &regions) != 7)
-			continue;
-		if (pid != getpid() || d == except)
-			continue;
-		*id = d;
-		n++;
-	}
-	fclose(f);
-	return n;
 }
 
 static int set_quota(int fd, uint32_t id, uint64_t quota)
@@ -247,15 +204,19 @@ TEST_F(kpool, backend_out_of_memory_large)
 
 TEST_F(kpool, domain_quota_edquot_and_recovery)
 {
-	uint32_t me = domain_id(self->fd), pool_dom = 0;
+	uint32_t me = domain_of(self->fd);
+	struct dom_row pool_dom = { 0 };
 	struct md_oom_info oom;
 	struct md_alloc_opts opts = { .oom = &oom };
 	struct md_pool_stats st;
 	struct md_buf s, b, c;
+	int n = my_domains(me, &pool_dom);
 
-	if (other_domain(me, &pool_dom) != 1)
+	if (n < 0)
 		SKIP(return, "no debugfs view of the domains");
-	ASSERT_EQ(0, set_quota(self->fd, pool_dom, 6 * MiB));
+	/* The pool's device is the one other domain of this process. */
+	ASSERT_EQ(1, n);
+	ASSERT_EQ(0, set_quota(self->fd, pool_dom.id, 6 * MiB));
 
 	/* 8 MiB exceeds the quota: the slab tier takes 4 MiB. */
 	ASSERT_EQ(0, md_alloc(self->pool, 100, &s));
@@ -282,7 +243,7 @@ TEST_F(kpool, domain_quota_edquot_and_recovery)
 	ASSERT_EQ(0, md_free(self->pool, &b));
 	ASSERT_EQ(0, md_free(self->pool, &c));
 	EXPECT_EQ(0, md_memory_cleaner(self->pool, NULL, NULL));
-	ASSERT_EQ(0, set_quota(self->fd, pool_dom, METADEF_QUOTA_UNLIMITED));
+	ASSERT_EQ(0, set_quota(self->fd, pool_dom.id, METADEF_QUOTA_UNLIMITED));
 }
 
 TEST_HARNESS_MAIN

@@ -23,58 +23,12 @@
 #include <metadef/plan.h>
 
 #include "kselftest_harness.h"
+#include "md_ioctl.h"
 
 #define SZ_1M (1024 * 1024ULL)
-#define DOMAINS "/sys/kernel/debug/metadef/domains"
-
-static struct metadef_info info_of(int fd)
-{
-	struct metadef_info info;
-
-	if (md_kmod_info(fd, &info))
-		memset(&info, 0, sizeof(info));
-	return info;
-}
-
 static uint64_t pool_free(int fd)
 {
 	return info_of(fd).pool_free;
-}
-
-struct dom_row {
-	unsigned int id;
-	int pid;
-	long long used;
-	int regions;
-};
-
-/*
- * The domains of this process other than @except, from debugfs; the last
- * one found in *@row. Returns how many, or -1 without debugfs.
- */
-static int my_domains(unsigned int except, struct dom_row *row)
-{
-	char line[256], comm[64], quota[32];
-	struct dom_row r;
-	unsigned int color, uid;
-	int n = 0;
-	FILE *f = fopen(DOMAINS, "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%u\t%d\t%u\t%63s\t%u\t%31s\t%lld\t%d", &r.id,
-			   &r.pid, &uid, comm, &color, quota, &r.used,
-			   &r.regions) != 8)
-			continue;
-		if (r.pid != getpid() || r.id == except)
-			continue;
-		n++;
-		if (row)
-			*row = r;
-	}
-	fclose(f);
-	return n;
 }
 
 /* Is every page of [p, p + len) mapped? */
