@@ -175,11 +175,8 @@ static INLINE int hand_out(struct md_pool *pool, struct md_pool_block *b,
 	RST(b->requested, req);
 	RST(b->tag, opts ? opts->tag : NULL);
 	RST(b->site, opts ? opts->site : NULL);
-	if (!w)
-		nw = w_pack(MD_BLOCK_ALLOCATED, 0, 0);
-	else if (w_state(w) == MD_BLOCK_RECYCLED && !w_holders(w))
-		nw = w_pack(MD_BLOCK_ALLOCATED, 0, w_gen(w) + 1);
-	else
+	nw = w ? w_reuse(w) : w_pack(MD_BLOCK_ALLOCATED, 0, 0);
+	if (unlikely(!nw))
 		return violate(pool, MD_POOL_BAD_TRANSITION, MD_REUSE_REUSE,
 			       NULL, b, w, -EIO);
 	if (unlikely(!atomic_compare_exchange_strong_explicit(
@@ -207,6 +204,7 @@ static INLINE int free_cas(struct md_pool *pool, const struct md_buf *buf,
 
 	for (;;) {
 		enum md_block_state s = w_state(w);
+		uint64_t nw;
 
 		if (unlikely(!w))
 			return violate(pool, MD_POOL_BAD_HANDLE,
@@ -214,10 +212,9 @@ static INLINE int free_cas(struct md_pool *pool, const struct md_buf *buf,
 		if (unlikely(w_gen(w) != buf->generation))
 			return violate(pool, MD_POOL_USE_AFTER_FREE,
 				       MD_REUSE_RECYCLE, buf, b, w, -ESTALE);
-		if (likely((s == MD_BLOCK_ALLOCATED && !w_holders(w)) ||
-			   s == MD_BLOCK_RELEASED)) {
-			if (cas_w(b, &w, w_pack(MD_BLOCK_RECYCLED, 0,
-						w_gen(w))))
+		nw = w_retire(w);
+		if (likely(nw)) {
+			if (cas_w(b, &w, nw))
 				return 0;
 			continue;
 		}
@@ -236,8 +233,10 @@ bool pool_recycle_released(struct md_pool_block *b)
 {
 	uint64_t w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
 
-	while (w && w_state(w) == MD_BLOCK_RELEASED)
-		if (cas_w(b, &w, w_pack(MD_BLOCK_RECYCLED, 0, w_gen(w))))
+	uint64_t nw;
+
+	while ((nw = w_recycle(w)))
+		if (cas_w(b, &w, nw))
 			return true;
 	return false;
 }
@@ -260,20 +259,15 @@ MD_API int md_buf_acquire(struct md_pool *pool, const struct md_buf *buf)
 			       NULL, 0, -EINVAL);
 	w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
 	for (;;) {
-		enum md_block_state s = w_state(w);
-		uint32_t h = w_holders(w);
-
 		if (!w)
 			return violate(pool, MD_POOL_BAD_HANDLE,
 				       MD_REUSE_ACQUIRE, buf, b, w, -EINVAL);
-		if (w_gen(w) != buf->generation || s == MD_BLOCK_RECYCLED)
+		if (w_gen(w) != buf->generation ||
+		    w_state(w) == MD_BLOCK_RECYCLED)
 			return violate(pool, MD_POOL_USE_AFTER_FREE,
 				       MD_REUSE_ACQUIRE, buf, b, w, -ESTALE);
-		if (s == MD_BLOCK_ALLOCATED && !h)
-			nw = w_pack(MD_BLOCK_ACTIVE, 1, w_gen(w));
-		else if (s == MD_BLOCK_ACTIVE && h && h < MD_BLOCK_MAX_HOLDERS)
-			nw = w_pack(MD_BLOCK_ACTIVE, h + 1, w_gen(w));
-		else
+		nw = w_acquire(w);
+		if (!nw)
 			return violate(pool, MD_POOL_BAD_TRANSITION,
 				       MD_REUSE_ACQUIRE, buf, b, w, -EINVAL);
 		if (cas_w(b, &w, nw))
@@ -291,28 +285,19 @@ MD_API int md_buf_release(struct md_pool *pool, const struct md_buf *buf)
 			       NULL, 0, -EINVAL);
 	w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
 	for (;;) {
-		enum md_block_state s = w_state(w);
-		uint32_t h = w_holders(w);
-
 		if (!w)
 			return violate(pool, MD_POOL_BAD_HANDLE,
 				       MD_REUSE_RELEASE, buf, b, w, -EINVAL);
-		if (w_gen(w) != buf->generation || s == MD_BLOCK_RECYCLED)
+		if (w_gen(w) != buf->generation ||
+		    w_state(w) == MD_BLOCK_RECYCLED)
 			return violate(pool, MD_POOL_USE_AFTER_FREE,
 				       MD_REUSE_RELEASE, buf, b, w, -ESTALE);
-		if (s == MD_BLOCK_ACTIVE && h > 1) {
-			nw = w_pack(MD_BLOCK_ACTIVE, h - 1, w_gen(w));
-			if (cas_w(b, &w, nw))
-				return 0;
-		} else if ((s == MD_BLOCK_ACTIVE && h == 1) ||
-			   (s == MD_BLOCK_ALLOCATED && !h)) {
-			nw = w_pack(MD_BLOCK_RELEASED, 0, w_gen(w));
-			if (cas_w(b, &w, nw))
-				return 1;
-		} else {
+		nw = w_release(w);
+		if (!nw)
 			return violate(pool, MD_POOL_BAD_TRANSITION,
 				       MD_REUSE_RELEASE, buf, b, w, -EINVAL);
-		}
+		if (cas_w(b, &w, nw))
+			return w_state(nw) == MD_BLOCK_RELEASED;
 	}
 }
 

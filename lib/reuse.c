@@ -15,8 +15,6 @@
 #include "internal.h"
 #include "reuse_word.h"
 
-
-
 static _Atomic(uint64_t) violations;
 /* Refusals are rare: the handler and its argument change under a lock. */
 static pthread_mutex_t handler_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -79,85 +77,67 @@ MD_API void md_block_sync_init(struct md_block_sync *b)
 	atomic_init(&b->word, w_pack(MD_BLOCK_ALLOCATED, 0, 0));
 }
 
-static int acquire(struct md_block_sync *b, bool check_gen, uint32_t gen)
+/*
+ * One transition by compare-exchange: @next (reuse_word.h) says what the
+ * word becomes, or 0 to refuse. With @gen, only in that generation.
+ * Returns 0 with the new word in *@nwp, -ESTALE or -EINVAL.
+ */
+static inline int transition(struct md_block_sync *b, enum md_reuse_op op,
+			     uint64_t (*next)(uint64_t), const uint32_t *gen,
+			     uint64_t *nwp)
 {
 	uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
+	uint64_t nw;
 
 	for (;;) {
-		enum md_block_state s = w_state(w);
-		uint32_t h = w_holders(w);
-
-		if (check_gen && w_gen(w) != gen)
+		if (gen && w_gen(w) != *gen)
 			return -ESTALE;
-		if (s == MD_BLOCK_ALLOCATED && h == 0) {
-			if (cas(b, &w, w_pack(MD_BLOCK_ACTIVE, 1, w_gen(w))))
-				return 0;
-		} else if (s == MD_BLOCK_ACTIVE && h &&
-			   h < MD_BLOCK_MAX_HOLDERS) {
-			if (cas(b, &w, w_pack(MD_BLOCK_ACTIVE, h + 1, w_gen(w))))
-				return 0;
-		} else {
-			return refuse(b, MD_REUSE_ACQUIRE, w);
+		nw = next(w);
+		if (!nw)
+			return refuse(b, op, w);
+		if (cas(b, &w, nw)) {
+			*nwp = nw;
+			return 0;
 		}
 	}
 }
 
 MD_API int md_block_sync_acquire(struct md_block_sync *b)
 {
-	return acquire(b, false, 0);
+	uint64_t nw;
+
+	return transition(b, MD_REUSE_ACQUIRE, w_acquire, NULL, &nw);
 }
 
 MD_API int md_block_sync_acquire_gen(struct md_block_sync *b, uint32_t gen)
 {
-	return acquire(b, true, gen);
+	uint64_t nw;
+
+	return transition(b, MD_REUSE_ACQUIRE, w_acquire, &gen, &nw);
 }
 
 MD_API int md_block_sync_release(struct md_block_sync *b)
 {
-	uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
+	uint64_t nw = 0;
+	int err = transition(b, MD_REUSE_RELEASE, w_release, NULL, &nw);
 
-	for (;;) {
-		enum md_block_state s = w_state(w);
-		uint32_t h = w_holders(w);
-
-		if (s == MD_BLOCK_ACTIVE && h > 1) {
-			if (cas(b, &w, w_pack(MD_BLOCK_ACTIVE, h - 1, w_gen(w))))
-				return 0;
-		} else if ((s == MD_BLOCK_ACTIVE && h == 1) ||
-			   (s == MD_BLOCK_ALLOCATED && h == 0)) {
-			if (cas(b, &w, w_pack(MD_BLOCK_RELEASED, 0, w_gen(w))))
-				return 1;
-		} else {
-			return refuse(b, MD_REUSE_RELEASE, w);
-		}
-	}
-}
-
-/* A transition between two holder-less states. */
-static int move(struct md_block_sync *b, enum md_reuse_op op,
-		enum md_block_state from, enum md_block_state to,
-		uint32_t gen_inc)
-{
-	uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
-
-	for (;;) {
-		if (w_state(w) != from || w_holders(w) != 0)
-			return refuse(b, op, w);
-		if (cas(b, &w, w_pack(to, 0, w_gen(w) + gen_inc)))
-			return 0;
-	}
+	if (err)
+		return err;
+	return w_state(nw) == MD_BLOCK_RELEASED;
 }
 
 MD_API int md_block_sync_recycle(struct md_block_sync *b)
 {
-	return move(b, MD_REUSE_RECYCLE, MD_BLOCK_RELEASED, MD_BLOCK_RECYCLED,
-		    0);
+	uint64_t nw;
+
+	return transition(b, MD_REUSE_RECYCLE, w_recycle, NULL, &nw);
 }
 
 MD_API int md_block_sync_reuse(struct md_block_sync *b)
 {
-	return move(b, MD_REUSE_REUSE, MD_BLOCK_RECYCLED, MD_BLOCK_ALLOCATED,
-		    1);
+	uint64_t nw;
+
+	return transition(b, MD_REUSE_REUSE, w_reuse, NULL, &nw);
 }
 
 MD_API enum md_block_state md_block_sync_state(const struct md_block_sync *b)

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The word of struct md_block_sync (reuse.h: state:8 | holders:24 |
- * generation:32), for the code that changes it: reuse.c's transitions and
- * the pools' own generation-checked ones (pool.c). Not installed.
+ * generation:32) and the protocol's rules, for the code that changes it:
+ * reuse.c's transitions and the pools' generation-checked ones (pool.c).
+ * Each runs these rules in its own compare-exchange loop and reports a
+ * refusal its own way. Not installed.
  */
 #ifndef METADEF_REUSE_WORD_H
 #define METADEF_REUSE_WORD_H
@@ -36,6 +38,70 @@ static inline uint32_t w_holders(uint64_t w)
 static inline uint32_t w_gen(uint64_t w)
 {
 	return (uint32_t)(w >> GEN_SHIFT);
+}
+
+/*
+ * The transitions, as pure functions of the word: each returns the word
+ * that follows @w, or 0 when @w does not allow the transition. 0 is never
+ * a word of a block (every state is nonzero); a pool's descriptor that was
+ * never handed out holds 0.
+ */
+
+/* ALLOCATED -> ACTIVE (1 holder); ACTIVE -> ACTIVE (+1). */
+static inline uint64_t w_acquire(uint64_t w)
+{
+	enum md_block_state s = w_state(w);
+	uint32_t h = w_holders(w);
+
+	if (s == MD_BLOCK_ALLOCATED && !h)
+		return w_pack(MD_BLOCK_ACTIVE, 1, w_gen(w));
+	if (s == MD_BLOCK_ACTIVE && h && h < MD_BLOCK_MAX_HOLDERS)
+		return w_pack(MD_BLOCK_ACTIVE, h + 1, w_gen(w));
+	return 0;
+}
+
+/*
+ * ACTIVE -> ACTIVE (-1); the last holder, or a block never used:
+ * -> RELEASED.
+ */
+static inline uint64_t w_release(uint64_t w)
+{
+	enum md_block_state s = w_state(w);
+	uint32_t h = w_holders(w);
+
+	if (s == MD_BLOCK_ACTIVE && h > 1)
+		return w_pack(MD_BLOCK_ACTIVE, h - 1, w_gen(w));
+	if ((s == MD_BLOCK_ACTIVE && h == 1) ||
+	    (s == MD_BLOCK_ALLOCATED && !h))
+		return w_pack(MD_BLOCK_RELEASED, 0, w_gen(w));
+	return 0;
+}
+
+/* RELEASED -> RECYCLED. */
+static inline uint64_t w_recycle(uint64_t w)
+{
+	if (w_state(w) == MD_BLOCK_RELEASED && !w_holders(w))
+		return w_pack(MD_BLOCK_RECYCLED, 0, w_gen(w));
+	return 0;
+}
+
+/* RECYCLED -> ALLOCATED, the next generation. */
+static inline uint64_t w_reuse(uint64_t w)
+{
+	if (w_state(w) == MD_BLOCK_RECYCLED && !w_holders(w))
+		return w_pack(MD_BLOCK_ALLOCATED, 0, w_gen(w) + 1);
+	return 0;
+}
+
+/*
+ * A pool's free in one step: release of a block nobody acquired followed
+ * by recycle (ALLOCATED -> RECYCLED), or recycle of a RELEASED one.
+ */
+static inline uint64_t w_retire(uint64_t w)
+{
+	uint64_t r = w_state(w) == MD_BLOCK_ALLOCATED ? w_release(w) : w;
+
+	return r ? w_recycle(r) : 0;
 }
 
 #endif /* METADEF_REUSE_WORD_H */
