@@ -4,7 +4,8 @@
  * glibc malloc, jemalloc and mimalloc, on the same size traces, measured
  * in the same run.
  *
- * usage: alloc_bench [-q]   (-q: shorter runs)
+ * usage: alloc_bench [-q] [--trace NAME]...   (-q: shorter runs;
+ *        --trace: only the named traces, in the order of the table below)
  *
  * Traces (seeded, identical for every allocator): request sizes drawn
  * log-uniform from a range; a window of live blocks; each step frees the
@@ -417,9 +418,22 @@ static void print_trace(const struct trace *t, const struct result *res,
 	fflush(stdout);
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: alloc_bench [-q] [--trace NAME]...\n"
+		"alloc+free latency of libmetadef's pools against glibc "
+		"malloc, jemalloc and\nmimalloc, on the same size traces in "
+		"the same run (make bench-alloc).\n"
+		"  -q            shorter runs (a tenth of the steps, 3 rounds)\n"
+		"  --trace NAME  only this trace (repeatable): small, tiny, "
+		"large, buddy, huge\n"
+		"  -h, --help    this text\n");
+}
+
 int main(int argc, char **argv)
 {
-	bool quick = argc > 1 && !strcmp(argv[1], "-q");
+	bool quick = false, pick = false, want[8] = { false };
 	struct md_device_config dc = { .backend = "host", .align = 64 };
 	struct md_pool_config notc = { .flags = MD_POOL_NO_TCACHE };
 	struct trace traces[] = {
@@ -444,6 +458,33 @@ int main(int argc, char **argv)
 	bool use[A_COUNT];
 	size_t i;
 	int a;
+
+	for (a = 1; a < argc; a++) {
+		if (!strcmp(argv[a], "-q")) {
+			quick = true;
+		} else if (!strcmp(argv[a], "-h") ||
+			   !strcmp(argv[a], "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[a], "--trace") && a + 1 < argc) {
+			a++;
+			for (i = 0; i < NT; i++)
+				if (!strcmp(argv[a], traces[i].name))
+					break;
+			if (i == NT) {
+				fprintf(stderr, "alloc_bench: no trace '%s' "
+					"(small, tiny, large, buddy, huge)\n",
+					argv[a]);
+				return 2;
+			}
+			want[i] = pick = true;
+		} else {
+			fprintf(stderr, "alloc_bench: unknown argument '%s'\n",
+				argv[a]);
+			usage(stderr);
+			return 2;
+		}
+	}
 
 	/* Room for jemalloc's initial-exec TLS in a dlopen()ed library. */
 	if (!getenv("GLIBC_TUNABLES")) {
@@ -485,10 +526,14 @@ int main(int argc, char **argv)
 	       tick_overhead * ns_per_tick, 1.0 / ns_per_tick);
 
 	for (i = 0; i < NT; i++) {
+		if (pick && !want[i])
+			continue;
 		run_trace(&traces[i], res[i], use);
 		print_trace(&traces[i], res[i], use);
 	}
 
+	if (pick && !want[0])
+		goto out;
 	printf("\ngoals (issue 7): slab tier, on the issue's trace (small):\n");
 	if (use[A_JE]) {
 		double ratio = res[0][A_MD].mean_med / res[0][A_JE].mean_med;
@@ -499,7 +544,7 @@ int main(int argc, char **argv)
 	}
 	printf("  p99.9 %.0f ns (goal < 1000 ns): %s\n", res[0][A_MD].pct[2],
 	       res[0][A_MD].pct[2] < 1000 ? "met" : "not met");
-
+out:
 	md_pool_destroy(pools[A_MD]);
 	md_pool_destroy(pools[A_MD_NOTC]);
 	md_device_close(dev);
