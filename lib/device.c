@@ -277,3 +277,57 @@ MD_API int md_region_free(struct md_device *dev, struct md_region *region)
 	free(l);
 	return 0;
 }
+
+/* Is [va, va + size) inside one live region? Called with the lock held. */
+struct cover {
+	uint64_t va, size;
+	bool found;
+};
+
+static void cover_visit(const void *node, VISIT which, void *arg)
+{
+	const struct live *l = *(const struct live *const *)node;
+	struct cover *c = arg;
+
+	if (which != postorder && which != leaf)
+		return;
+	if (c->va >= l->r.dev_va && c->va - l->r.dev_va < l->r.size &&
+	    c->size <= l->r.size - (c->va - l->r.dev_va))
+		c->found = true;
+}
+
+static bool host_covered(struct md_device *dev, uint64_t va, uint64_t size)
+{
+	struct cover c = { .va = va, .size = size };
+
+	twalk_r(dev->live, cover_visit, &c);
+	return c.found;
+}
+
+MD_API int md_device_copy(struct md_device *dev, uint64_t dst_va,
+			  uint64_t src_va, uint64_t size)
+{
+	struct metadef_copy c = {
+		.src_va = src_va,
+		.dst_va = dst_va,
+		.size = size,
+	};
+	bool ok;
+
+	if (!size || src_va + size < src_va || dst_va + size < dst_va)
+		return -EINVAL;
+	if (dev->backend == BACKEND_KMOD)
+		return ioctl(dev->fd, METADEF_IOC_COPY, &c) < 0 ? -errno : 0;
+	/*
+	 * Host: the regions stay live while we copy only if the caller does
+	 * not free them meanwhile, as with any DMA it starts.
+	 */
+	pthread_mutex_lock(&dev->lock);
+	ok = host_covered(dev, src_va, size) && host_covered(dev, dst_va, size);
+	pthread_mutex_unlock(&dev->lock);
+	if (!ok)
+		return -EFAULT;
+	memmove((void *)(uintptr_t)dst_va, (const void *)(uintptr_t)src_va,
+		size);
+	return 0;
+}

@@ -101,6 +101,22 @@ int md_region_alloc(struct md_device *dev, uint64_t size, uint64_t align,
  */
 int md_region_free(struct md_device *dev, struct md_region *region);
 
+/*
+ * md_device_copy() - copy @size bytes from device address @src_va to
+ * @dst_va on the device, the way the device's own DMA would, without the
+ * CPU touching either side. kmod: the module's copy engine
+ * (METADEF_IOC_COPY), which translates every page through the domain's
+ * device page table first, so it reaches regions the CPU has no mapping
+ * of and memory imported from another domain, and honours their
+ * permissions. host: both ranges must lie inside live regions of @dev.
+ * Overlapping ranges leave undefined data (as memcpy). Thread-safe.
+ * Return: 0, -EINVAL (size 0, a range wrapping around) or -EFAULT (a byte
+ * of either range not reachable, or the destination not writable);
+ * nothing is copied on error.
+ */
+int md_device_copy(struct md_device *dev, uint64_t dst_va, uint64_t src_va,
+		   uint64_t size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,8 +2,9 @@
 /*
  * Host unit tests: devices (lib/device.c) on the host backend. Allocation,
  * alignment, size rounding, every bad argument, double and forged frees,
- * the counters, closing with live regions, and which backend "auto" and
- * "kmod" pick when the device node is missing. The kmod backend itself is
+ * device-side copies (md_device_copy()), the counters, closing with live
+ * regions, and which backend "auto" and "kmod" pick when the device node
+ * is missing. The kmod backend itself is
  * tested in the VM (selftests/kmod/runtime_test.c).
  */
 #include <errno.h>
@@ -318,6 +319,65 @@ TEST(double_and_forged_free)
 	md_device_stats(dev, &st);
 	EXPECT_EQ(1, st.region_frees);
 	EXPECT_EQ(0, st.bytes_current);
+	md_device_close(other);
+	md_device_close(dev);
+}
+
+/* Fill @n bytes at @p with a pattern of @seed. */
+static void fill(unsigned char *p, uint64_t n, unsigned int seed)
+{
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (unsigned char)(i * 31 + seed);
+}
+
+TEST(device_copy)
+{
+	struct md_device *dev = host(0), *other = host(0);
+	struct md_region a, b, o;
+	unsigned char *pa, *pb, before[3 * 4096];
+	uint64_t i;
+
+	ASSERT_NE(NULL, dev);
+	ASSERT_NE(NULL, other);
+	ASSERT_EQ(0, md_region_alloc(dev, 4 * 4096, 0, &a));
+	ASSERT_EQ(0, md_region_alloc(dev, 3 * 4096, 0, &b));
+	ASSERT_EQ(0, md_region_alloc(other, 4096, 0, &o));
+	pa = a.cpu;
+	pb = b.cpu;
+	fill(pa, a.size, 7);
+
+	/* Across regions, at unaligned offsets. */
+	ASSERT_EQ(0, md_device_copy(dev, b.dev_va + 5, a.dev_va + 4000, 9000));
+	for (i = 0; i < 9000; i++)
+		ASSERT_EQ(pa[4000 + i], pb[5 + i]);
+	EXPECT_EQ(0, pb[4]);
+	EXPECT_EQ(0, pb[9005]);
+	/* Inside one region, ranges overlapping: defined here (memmove). */
+	ASSERT_EQ(0, md_device_copy(dev, a.dev_va + 1, a.dev_va, 4096));
+	EXPECT_EQ((unsigned char)7, pa[1]);
+
+	/* Refused, and nothing copied. */
+	memcpy(before, pb, sizeof(before));
+	EXPECT_EQ(-EINVAL, md_device_copy(dev, b.dev_va, a.dev_va, 0));
+	EXPECT_EQ(-EINVAL, md_device_copy(dev, b.dev_va, UINT64_MAX - 10, 64));
+	EXPECT_EQ(-EINVAL, md_device_copy(dev, UINT64_MAX - 10, a.dev_va, 64));
+	/* One byte past the end of the source, then of the destination. */
+	EXPECT_EQ(-EFAULT, md_device_copy(dev, b.dev_va, a.dev_va + 1,
+					  a.size));
+	EXPECT_EQ(-EFAULT, md_device_copy(dev, b.dev_va + 1, a.dev_va,
+					  b.size));
+	/* Addresses of no region, and another device's region. */
+	EXPECT_EQ(-EFAULT, md_device_copy(dev, b.dev_va, 4096, 64));
+	EXPECT_EQ(-EFAULT, md_device_copy(dev, b.dev_va, o.dev_va, 64));
+	EXPECT_EQ(-EFAULT, md_device_copy(dev, o.dev_va, a.dev_va, 64));
+	EXPECT_EQ(0, memcmp(before, pb, sizeof(before)));
+
+	/* A region freed is no longer reachable. */
+	ASSERT_EQ(0, md_region_free(dev, &a));
+	EXPECT_EQ(-EFAULT, md_device_copy(dev, b.dev_va, a.dev_va, 64));
+	EXPECT_EQ(0, memcmp(before, pb, sizeof(before)));
 	md_device_close(other);
 	md_device_close(dev);
 }
