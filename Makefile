@@ -165,8 +165,9 @@ check-debug:
 demo:
 	tools/demo/run
 
-# The demo's region walk-through (runs inside the VM; not installed).
-$(B)/demo/region: tools/demo/region.c $(LIB_A)
+# The demo's region and runtime walk-throughs (run inside the VM; not
+# installed).
+$(B)/demo/region $(B)/demo/runtime: $(B)/demo/%: tools/demo/%.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
 

@@ -28,6 +28,9 @@ region-demo 4M
 step "two tenants: two domains, a read-only grant, refused accesses, a revoke"
 tenants-demo
 
+step "libmetadef on the module: an arena, the tiered pools, a leak, the dynamic pool"
+runtime-demo
+
 step "debugfs: /sys/kernel/debug/metadef/ (this shell holds a domain open)"
 exec 3<>/dev/metadef
 ls -l /sys/kernel/debug/metadef/
