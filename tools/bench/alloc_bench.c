@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * alloc_bench: alloc+free latency of libmetadef's tiered pools against
- * glibc malloc, jemalloc and mimalloc, on the same size traces, measured
- * in the same run.
+ * alloc_bench: alloc+free latency of libmetadef's tiered pools (with and
+ * without thread caches) and of its dynamic pool against glibc malloc,
+ * jemalloc and mimalloc, on the same size traces, measured in the same
+ * run.
  *
  * usage: alloc_bench [-q] [--trace NAME]...   (-q: shorter runs;
  *        --trace: only the named traces, in the order of the table below)
@@ -56,16 +57,18 @@
 #include <x86intrin.h>
 
 #include <metadef/device.h>
+#include <metadef/dynpool.h>
 #include <metadef/pool.h>
 
 #define KiB (1ull << 10)
 #define MiB (1ull << 20)
 
-enum alloc_id { A_MD, A_MD_NOTC, A_GLIBC, A_JE, A_MI, A_COUNT };
+enum alloc_id { A_MD, A_MD_NOTC, A_DYN, A_GLIBC, A_JE, A_MI, A_COUNT };
 
 static const char *const names[A_COUNT] = {
 	[A_MD] = "md pool",
 	[A_MD_NOTC] = "md pool, no tcache",
+	[A_DYN] = "md dynamic pool",
 	[A_GLIBC] = "glibc malloc",
 	[A_JE] = "jemalloc",
 	[A_MI] = "mimalloc",
@@ -81,9 +84,11 @@ struct peer {
 static struct peer peers[A_COUNT];
 static struct md_device *dev;
 static struct md_pool *pools[A_COUNT];
+static struct md_dynpool *dyn;
 
 union slot {
 	struct md_buf b;
+	struct md_dynblock d;
 	void *p;
 };
 
@@ -170,6 +175,9 @@ static void fill(int a, struct trace *t, union slot *w)
 		if (a == A_MD || a == A_MD_NOTC) {
 			if (md_alloc(pools[a], t->size[k], &w[k].b))
 				die("md_alloc");
+		} else if (a == A_DYN) {
+			if (md_dynpool_alloc(dyn, t->size[k], &w[k].d))
+				die("md_dynpool_alloc");
 		} else {
 			w[k].p = peers[a].malloc(t->size[k]);
 			if (!w[k].p)
@@ -186,6 +194,9 @@ static void drain(int a, struct trace *t, union slot *w)
 		if (a == A_MD || a == A_MD_NOTC) {
 			if (md_free(pools[a], &w[k].b))
 				die("md_free");
+		} else if (a == A_DYN) {
+			if (md_dynpool_free(dyn, &w[k].d))
+				die("md_dynpool_free");
 		} else {
 			peers[a].free(w[k].p);
 		}
@@ -210,6 +221,14 @@ static double batch(int a, struct trace *t, union slot *w, long from,
 			if (md_free(pool, &s->b) ||
 			    md_alloc(pool, size[i], &s->b))
 				die("md pool");
+		}
+	} else if (a == A_DYN) {
+		for (i = from; i < to; i++) {
+			union slot *s = &w[slot[i]];
+
+			if (md_dynpool_free(dyn, &s->d) ||
+			    md_dynpool_alloc(dyn, size[i], &s->d))
+				die("md dynamic pool");
 		}
 	} else if (a == A_GLIBC) {
 		for (i = from; i < to; i++) {
@@ -275,6 +294,15 @@ static void timed(int a, struct trace *t, union slot *w, struct result *r)
 			t2 = tick();
 			if (md_alloc(pools[a], size[i], &s->b))
 				die("md_alloc");
+			t3 = tick();
+		} else if (a == A_DYN) {
+			t0 = tick();
+			if (md_dynpool_free(dyn, &s->d))
+				die("md_dynpool_free");
+			t1 = tick();
+			t2 = tick();
+			if (md_dynpool_alloc(dyn, size[i], &s->d))
+				die("md_dynpool_alloc");
 			t3 = tick();
 		} else {
 			t0 = tick();
@@ -503,10 +531,12 @@ int main(int argc, char **argv)
 	load_peer(A_MI, "libmimalloc.so.2", "mi_malloc", "mi_free", 0);
 	if (md_device_open(&dc, &dev) ||
 	    md_pool_create(dev, NULL, &pools[A_MD]) ||
-	    md_pool_create(dev, &notc, &pools[A_MD_NOTC]))
+	    md_pool_create(dev, &notc, &pools[A_MD_NOTC]) ||
+	    md_dynpool_create(dev, NULL, &dyn))
 		die("md pool setup");
 	for (a = 0; a < A_COUNT; a++)
-		use[a] = a == A_MD || a == A_MD_NOTC || peers[a].ok;
+		use[a] = a == A_MD || a == A_MD_NOTC || a == A_DYN ||
+			 peers[a].ok;
 
 	calibrate();
 	printf("alloc_bench: alloc+free latency, one thread, each allocator on "
@@ -514,6 +544,8 @@ int main(int argc, char **argv)
 	printf("  md pool: libmetadef tiered pool on the %s backend, alignment "
 	       "%" PRIu64 "; 'no tcache': the same without per-thread caches\n",
 	       md_device_backend(dev), md_pool_align(pools[A_MD]));
+	printf("  md dynamic pool: one growing reservation, best fit from a "
+	       "red-black tree, coalescing (dynpool.h), one mutex\n");
 	for (a = A_JE; a <= A_MI; a++)
 		if (!peers[a].ok)
 			printf("  %s: not measured (%s; tools/deps.sh bench "
@@ -545,6 +577,7 @@ int main(int argc, char **argv)
 	printf("  p99.9 %.0f ns (goal < 1000 ns): %s\n", res[0][A_MD].pct[2],
 	       res[0][A_MD].pct[2] < 1000 ? "met" : "not met");
 out:
+	md_dynpool_destroy(dyn);
 	md_pool_destroy(pools[A_MD]);
 	md_pool_destroy(pools[A_MD_NOTC]);
 	md_device_close(dev);
