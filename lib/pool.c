@@ -948,6 +948,12 @@ static void tc_thread_exit(void *arg)
 	}
 	tls_list = NULL;
 	tls_last = NULL;
+	/*
+	 * The key's value is NULL now: a cache made later in this thread's
+	 * exit (another key's destructor using a pool) must set it again,
+	 * or this destructor would not run for that cache.
+	 */
+	tls_key_set = false;
 	pthread_mutex_unlock(&md_pool_reg_lock);
 }
 

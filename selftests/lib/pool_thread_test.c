@@ -591,6 +591,66 @@ TEST(threads_cleaner_while_busy)
 	md_device_close(dev);
 }
 
+/*
+ * A thread that uses the pool from the destructor of a thread-specific key
+ * of its own, after its caches went back to the pool: the cache it makes
+ * then goes back too, and nothing stays cached for a thread that is gone.
+ */
+struct late_use {
+	struct md_pool *pool;
+	pthread_key_t key;
+	int errors;
+};
+
+static void late_use_fn(void *arg)
+{
+	struct late_use *lu = arg;
+	struct md_buf b;
+
+	if (md_alloc(lu->pool, 100, &b) || md_free(lu->pool, &b))
+		lu->errors++;
+}
+
+static void *late_thread_fn(void *arg)
+{
+	struct late_use *lu = arg;
+	struct md_buf b;
+
+	if (md_alloc(lu->pool, 100, &b) || md_free(lu->pool, &b))
+		lu->errors++;
+	if (pthread_setspecific(lu->key, lu))
+		lu->errors++;
+	return NULL;
+}
+
+TEST(threads_pool_used_by_a_late_destructor)
+{
+	struct md_device *dev = host_dev(64);
+	struct late_use lu = { 0 };
+	struct md_pool_stats st;
+	struct md_buf b;
+	pthread_t th;
+
+	ASSERT_NE(NULL, dev);
+	ASSERT_EQ(0, md_pool_create(dev, NULL, &lu.pool));
+	/* The pool's own key first: destructors run in the keys' order. */
+	ASSERT_EQ(0, md_alloc(lu.pool, 100, &b));
+	ASSERT_EQ(0, md_free(lu.pool, &b));
+	ASSERT_EQ(0, pthread_key_create(&lu.key, late_use_fn));
+	ASSERT_EQ(0, pthread_create(&th, NULL, late_thread_fn, &lu));
+	pthread_join(th, NULL);
+	EXPECT_EQ(0, lu.errors);
+	md_pool_stats(lu.pool, &st);
+	EXPECT_EQ(3, st.total.alloc_count);
+	EXPECT_EQ(3, st.total.free_count);
+	/* The late cache came back: every slab is empty, every region goes. */
+	EXPECT_EQ(0, md_memory_cleaner(lu.pool, NULL, NULL));
+	EXPECT_EQ(0, dev_bytes(dev));
+	pthread_key_delete(lu.key);
+	md_pool_destroy(lu.pool);
+	md_device_close(dev);
+}
+
 /* A pool destroyed while another thread still has a cache for it. */
 struct two_pools {
 	struct md_pool *first, *second;
