@@ -255,6 +255,17 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/*
+ * A fraction in [0, 1] with six decimals. Not "%f": that writes the
+ * locale's decimal point, a comma in many, and the JSON would be invalid.
+ */
+static void json_frac(FILE *f, double v)
+{
+	uint64_t m = v > 0 ? (uint64_t)(v * 1e6 + 0.5) : 0;
+
+	fprintf(f, "%" PRIu64 ".%06" PRIu64, m / 1000000, m % 1000000);
+}
+
 static void json_tier(FILE *f, const char *name,
 		      const struct md_tier_stats *s)
 {
@@ -266,15 +277,15 @@ static void json_tier(FILE *f, const char *name,
 		",\"region_count\":%" PRIu64 ",\"region_bytes\":%" PRIu64
 		",\"region_peak_bytes\":%" PRIu64 ",\"region_allocs\":%" PRIu64
 		",\"region_frees\":%" PRIu64 ",\"free_bytes\":%" PRIu64
-		",\"largest_free\":%" PRIu64 ",\"fragmentation\":%.6f"
-		",\"oom_count\":%" PRIu64 "}",
+		",\"largest_free\":%" PRIu64 ",\"fragmentation\":",
 		name, s->alloc_count, s->free_count, s->current_count,
 		s->peak_count, s->allocated_bytes, s->freed_bytes,
 		s->current_bytes, s->peak_bytes, s->requested_bytes,
 		s->requested_total, s->region_count, s->region_bytes,
 		s->region_peak_bytes, s->region_allocs, s->region_frees,
-		s->free_bytes, s->largest_free, s->fragmentation,
-		s->oom_count);
+		s->free_bytes, s->largest_free);
+	json_frac(f, s->fragmentation);
+	fprintf(f, ",\"oom_count\":%" PRIu64 "}", s->oom_count);
 }
 
 static const char *const kind_keys[MD_POOL_VIOLATION_KINDS] = {

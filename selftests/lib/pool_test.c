@@ -7,6 +7,7 @@
  * cleaner finding a deliberate leak, metadata kept out of device memory.
  */
 #include <errno.h>
+#include <locale.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1190,6 +1191,81 @@ TEST(snapshot_json_read_back)
 	EXPECT_EQ(0, json_get(&root, "blocks")->n);
 	jv_free(&root);
 	free(text);
+	md_pool_destroy(pool);
+	md_device_close(dev);
+}
+
+/*
+ * A locale whose decimal point is a comma (made with localedef in a
+ * directory of the test's own: the host may have none installed).
+ */
+static bool comma_locale(char *dir)
+{
+	char path[256], cmd[700];
+	FILE *f;
+
+	if (!mkdtemp(dir))
+		return false;
+	snprintf(path, sizeof(path), "%s/comma.def", dir);
+	f = fopen(path, "w");
+	if (!f)
+		return false;
+	fputs("LC_NUMERIC\ndecimal_point \",\"\nthousands_sep \"\"\n"
+	      "grouping -1\nEND LC_NUMERIC\n", f);
+	fclose(f);
+	/* -c: the other categories are missing, which is only a warning. */
+	snprintf(cmd, sizeof(cmd),
+		 "localedef -c -i %s -f UTF-8 %s/xx_XX.UTF-8 >/dev/null 2>&1",
+		 path, dir);
+	if (system(cmd) < 0)
+		return false;
+	setenv("LOCPATH", dir, 1);
+	if (!setlocale(LC_NUMERIC, "xx_XX.UTF-8"))
+		return false;
+	snprintf(path, sizeof(path), "%.1f", 0.5);
+	return !strcmp(path, "0,5");
+}
+
+/* The snapshot is JSON whatever the program's locale says. */
+TEST(snapshot_json_under_a_comma_locale)
+{
+	struct md_device *dev = host_dev(256);
+	char dir[] = "/tmp/md_pool_test_XXXXXX", cmd[64];
+	struct md_pool_stats st;
+	struct md_pool *pool;
+	struct md_buf b[4];
+	struct jv root;
+	bool comma;
+	char *text;
+	int i;
+
+	ASSERT_NE(NULL, dev);
+	ASSERT_EQ(0, md_pool_create(dev, NULL, &pool));
+	/* Two separate 16 MiB holes in the buddy tier: fragmentation 0.5. */
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, md_alloc(pool, 16 * MiB, &b[i]));
+	ASSERT_EQ(0, md_free(pool, &b[0]));
+	ASSERT_EQ(0, md_free(pool, &b[2]));
+	comma = comma_locale(dir);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd))
+		TH_LOG("could not remove %s", dir);
+	if (!comma)
+		SKIP(return, "no locale with a decimal comma (localedef)");
+	text = snapshot_text(pool);
+	setlocale(LC_NUMERIC, "C");	/* json_mini reads with strtod() */
+	ASSERT_NE(NULL, text);
+	ASSERT_TRUE(json_parse(text, &root)) {
+		TH_LOG("not JSON:\n%s", text);
+	}
+	md_pool_stats(pool, &st);
+	EXPECT_EQ(0.5, st.tier[MD_TIER_BUDDY].fragmentation);
+	EXPECT_EQ(0.5, json_get(json_get(json_get(&root, "stats"), "buddy"),
+				"fragmentation")->num);
+	jv_free(&root);
+	free(text);
+	ASSERT_EQ(0, md_free(pool, &b[1]));
+	ASSERT_EQ(0, md_free(pool, &b[3]));
 	md_pool_destroy(pool);
 	md_device_close(dev);
 }
