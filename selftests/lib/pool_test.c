@@ -1270,6 +1270,69 @@ TEST(snapshot_json_under_a_comma_locale)
 	md_device_close(dev);
 }
 
+/*
+ * JSON text is UTF-8: a tag or site that is not (a Latin-1 name, a cut
+ * sequence) comes out with U+FFFD for each bad byte; UTF-8 stays as it is.
+ */
+TEST(snapshot_json_tags_not_utf8)
+{
+	static const char *const tags[] = {
+		"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",	/* UTF-8 */
+		"caf\xe9",			/* Latin-1 */
+		"cut \xe2\x82",		/* a sequence cut short */
+		"\xc0\xaf \xed\xa0\x80",	/* overlong, a surrogate */
+	};
+	static const char *const want[] = {
+		"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+		"caf\xef\xbf\xbd",
+		"cut \xef\xbf\xbd\xef\xbf\xbd",
+		"\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd",
+	};
+	struct md_device *dev = host_dev(64);
+	const struct jv *blocks;
+	struct md_pool *pool;
+	struct md_buf b[4];
+	struct jv root;
+	char *text;
+	size_t k;
+	int i;
+
+	ASSERT_NE(NULL, dev);
+	ASSERT_EQ(0, md_pool_create(dev, NULL, &pool));
+	for (i = 0; i < 4; i++) {
+		struct md_alloc_opts o = { .tag = tags[i],
+					   .site = tags[3 - i] };
+
+		ASSERT_EQ(0, md_alloc_ex(pool, 64, &o, &b[i]));
+	}
+	text = snapshot_text(pool);
+	ASSERT_NE(NULL, text);
+	ASSERT_TRUE(json_parse(text, &root)) {
+		TH_LOG("not JSON:\n%s", text);
+	}
+	blocks = json_get(&root, "blocks");
+	ASSERT_NE(NULL, blocks);
+	ASSERT_EQ(4, blocks->n);
+	for (i = 0; i < 4; i++) {
+		const struct jv *found = NULL;
+
+		for (k = 0; k < blocks->n; k++) {
+			const struct jv *it = &blocks->items[k];
+
+			if (json_u64(it, "dev_va") == b[i].dev_va)
+				found = it;
+		}
+		ASSERT_NE(NULL, found);
+		EXPECT_STREQ(want[i], json_str(found, "tag"));
+		EXPECT_STREQ(want[3 - i], json_str(found, "site"));
+		ASSERT_EQ(0, md_free(pool, &b[i]));
+	}
+	jv_free(&root);
+	free(text);
+	md_pool_destroy(pool);
+	md_device_close(dev);
+}
+
 /* ------------------------------------------------------------ cleaner */
 
 static int count_lines(const char *s, const char *needle)
