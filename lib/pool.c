@@ -1329,6 +1329,8 @@ MD_API int md_pool_create(struct md_device *dev,
 	*out = NULL;
 	if (!pow2(align) || align > MD_POOL_BUDDY_LIMIT)
 		return -EINVAL;
+	if (cfg && ((cfg->flags & ~MD_POOL_NO_TCACHE) || cfg->pad))
+		return -EINVAL;
 	unit = align > SLAB_UNIT_MIN ? align : SLAB_UNIT_MIN;
 	umax = (MD_POOL_SLAB_LIMIT - 1 + unit - 1) / unit;
 	n = cls_index(umax) + 1;

@@ -133,8 +133,8 @@ struct md_pool_config {
 	uint64_t slab_region;
 	/* Size of the buddy tier's regions, a power of two >= 16 MiB; 0: 64 MiB. */
 	uint64_t buddy_region;
-	uint32_t flags;
-	uint32_t pad;
+	uint32_t flags;		/* MD_POOL_*; others: -EINVAL */
+	uint32_t pad;		/* 0 */
 	/* Called for every refused operation (no pool lock held); may be NULL. */
 	md_pool_handler_t handler;
 	void *handler_arg;
@@ -200,8 +200,8 @@ struct md_oom_info {
 
 /*
  * md_pool_create() - a pool over @dev (which must outlive it). @cfg may be
- * NULL. Return: 0, -EINVAL (alignment not a power of two, region sizes) or
- * -ENOMEM.
+ * NULL. Return: 0, -EINVAL (alignment not a power of two, region sizes,
+ * unknown flags, pad not 0) or -ENOMEM.
  */
 int md_pool_create(struct md_device *dev, const struct md_pool_config *cfg,
 		   struct md_pool **out);

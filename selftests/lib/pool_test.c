@@ -200,6 +200,14 @@ TEST(bad_sizes_and_configs)
 	cfg.buddy_region = 8 * MiB;	/* a 16 MiB block would not fit */
 	EXPECT_EQ(-EINVAL, md_pool_create(dev, &cfg, &pool));
 	cfg.buddy_region = 0;
+	/* A flag this library does not know is not silently ignored. */
+	cfg.flags = 0x80000000u;
+	EXPECT_EQ(-EINVAL, md_pool_create(dev, &cfg, &pool));
+	EXPECT_EQ(NULL, pool);
+	cfg.flags = 0;
+	cfg.pad = 1;
+	EXPECT_EQ(-EINVAL, md_pool_create(dev, &cfg, &pool));
+	cfg.pad = 0;
 	ASSERT_EQ(0, md_pool_create(dev, &cfg, &pool));
 	EXPECT_EQ(-EINVAL, md_alloc(pool, 0, &b));
 	EXPECT_EQ(-EINVAL, md_alloc(pool, 1ull << 63, &b));
