@@ -27,6 +27,16 @@ static uint64_t pos(int64_t v)
 	return v > 0 ? (uint64_t)v : 0;
 }
 
+/*
+ * What is left of @in after @out, never below 0: threads count in cells
+ * of their own and the cells are added one after the other, so while
+ * blocks pass between threads a free can be seen before its allocation.
+ */
+static uint64_t left(uint64_t in, uint64_t out)
+{
+	return in > out ? in - out : 0;
+}
+
 MD_API void md_pool_stats(struct md_pool *pool, struct md_pool_stats *st)
 {
 	struct md_tier_stats *tot = &st->total;
@@ -55,12 +65,13 @@ MD_API void md_pool_stats(struct md_pool *pool, struct md_pool_stats *st)
 
 		s->alloc_count = RLD(sum.nalloc[t]);
 		s->free_count = RLD(sum.nfree[t]);
-		s->current_count = s->alloc_count - s->free_count;
+		s->current_count = left(s->alloc_count, s->free_count);
 		s->allocated_bytes = RLD(sum.balloc[t]);
 		s->freed_bytes = RLD(sum.bfree[t]);
-		s->current_bytes = s->allocated_bytes - s->freed_bytes;
+		s->current_bytes = left(s->allocated_bytes, s->freed_bytes);
 		s->requested_total = RLD(sum.ralloc[t]);
-		s->requested_bytes = s->requested_total - RLD(sum.rfree[t]);
+		s->requested_bytes = left(s->requested_total,
+					  RLD(sum.rfree[t]));
 		s->peak_bytes = pos(peak_b[t]);
 		s->peak_count = pos(peak_c[t]);
 		if (s->peak_bytes < s->current_bytes)
