@@ -423,6 +423,32 @@ void pool_reclaim(struct md_pool *pool)
 	pool_xtier_clean(pool, &pool->large, MD_TIER_LARGE, false, NULL);
 }
 
+/*
+ * A tag or site in the cleaner's report: "-" for none, control characters
+ * as C escapes, so that every held block stays on a line of its own.
+ */
+static void report_str(FILE *f, const char *s)
+{
+	if (!s) {
+		fputc('-', f);
+		return;
+	}
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '\n')
+			fputs("\\n", f);
+		else if (ch == '\t')
+			fputs("\\t", f);
+		else if (ch == '\r')
+			fputs("\\r", f);
+		else if (ch < 0x20 || ch == 0x7f)
+			fprintf(f, "\\x%02x", ch);
+		else
+			fputc(ch, f);
+	}
+}
+
 static long clean_one(struct md_pool *pool, FILE *report,
 		      struct md_cleaner_report *total)
 {
@@ -462,12 +488,15 @@ static long clean_one(struct md_pool *pool, FILE *report,
 			fprintf(report,
 				"  held: %s %s block of %" PRIu64
 				" B (requested %" PRIu64 " B) at dev_va 0x%" PRIx64
-				", holders %u, generation %u, tag %s, site %s\n",
+				", holders %u, generation %u, tag ",
 				md_block_state_name(r->state),
 				md_pool_tier_name(r->tier), r->size,
 				r->requested, r->dev_va, r->holders,
-				r->generation, r->tag ? r->tag : "-",
-				r->site ? r->site : "-");
+				r->generation);
+			report_str(report, r->tag);
+			fputs(", site ", report);
+			report_str(report, r->site);
+			fputc('\n', report);
 		}
 	}
 	free(c.v);

@@ -1437,6 +1437,33 @@ TEST(cleaner_finds_deliberate_leak)
 	md_device_close(dev);
 }
 
+/* One line per held block, whatever its tag and site hold. */
+TEST(cleaner_report_one_line_each)
+{
+	struct md_device *dev = host_dev(64);
+	struct md_alloc_opts o = { .tag = "two\nlines", .site = "a\tb\r" };
+	struct md_pool *pool;
+	struct md_buf b;
+	char *text;
+	size_t len;
+	FILE *f;
+
+	ASSERT_NE(NULL, dev);
+	ASSERT_EQ(0, md_pool_create(dev, NULL, &pool));
+	ASSERT_EQ(0, md_alloc_ex(pool, 100, &o, &b));
+	f = open_memstream(&text, &len);
+	EXPECT_EQ(1, md_memory_cleaner(pool, f, NULL));
+	fclose(f);
+	/* The summary line and one held line. */
+	EXPECT_EQ(2, count_lines(text, "\n"));
+	EXPECT_EQ(0, count_lines(text, "\r"));
+	EXPECT_EQ(1, count_lines(text, "tag two\\nlines, site a\\tb\\r\n"));
+	free(text);
+	ASSERT_EQ(0, md_free(pool, &b));
+	md_pool_destroy(pool);
+	md_device_close(dev);
+}
+
 TEST(cleaner_every_pool)
 {
 	struct md_device *dev = host_dev(64);
