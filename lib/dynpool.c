@@ -613,6 +613,9 @@ static int grow(struct md_dynpool *p, uint64_t need)
 	if (!r)
 		return -ENOMEM;
 	err = md_region_alloc(p->dev, want, p->align, &r->r);
+	/* What the policy adds beyond the request is a wish, not a need. */
+	if ((err == -ENOMEM || err == -EDQUOT) && want > min)
+		err = md_region_alloc(p->dev, min, p->align, &r->r);
 	if (err) {
 		free(r);
 		return err;

@@ -16,7 +16,9 @@
  *     at least the request and at least @growth_pct percent of what is
  *     already reserved (a backend re-allocation, counted), never more in
  *     total than @capacity (0: no cap); under the cap, entirely free
- *     regions are given back first to make room;
+ *     regions are given back first to make room; when the backend refuses
+ *     (-ENOMEM, -EDQUOT) more than the request needs, the pool asks again
+ *     for only what the request needs;
  *   - alignment: every block starts at a multiple of the pool's alignment
  *     (md_device_align() unless configured) and its size is rounded up to
  *     it;
