@@ -616,6 +616,9 @@ static int grow(struct md_dynpool *p, uint64_t need)
 	/* What the policy adds beyond the request is a wish, not a need. */
 	if ((err == -ENOMEM || err == -EDQUOT) && want > min)
 		err = md_region_alloc(p->dev, min, p->align, &r->r);
+	/* Regions entirely free (none fits @need) hold what it lacks. */
+	if ((err == -ENOMEM || err == -EDQUOT) && release_empty(p, NULL))
+		err = md_region_alloc(p->dev, min, p->align, &r->r);
 	if (err) {
 		free(r);
 		return err;

@@ -18,7 +18,8 @@
  *     total than @capacity (0: no cap); under the cap, entirely free
  *     regions are given back first to make room; when the backend refuses
  *     (-ENOMEM, -EDQUOT) more than the request needs, the pool asks again
- *     for only what the request needs;
+ *     for only what the request needs, and if that is refused too, gives
+ *     its entirely free regions back and asks once more;
  *   - alignment: every block starts at a multiple of the pool's alignment
  *     (md_device_align() unless configured) and its size is rounded up to
  *     it;
@@ -129,7 +130,8 @@ void md_dynpool_destroy(struct md_dynpool *pool);
 /*
  * md_dynpool_alloc() - a block of at least @size bytes (best fit). Return:
  * 0, -EINVAL (size 0 or too large to round), -ENOMEM (nothing fits and the
- * capacity or the backend refuses to grow; nothing changed) or another
+ * capacity or the backend refuses to grow; no block changed, though regions
+ * that were entirely free may have been given back trying) or another
  * backend error.
  */
 int md_dynpool_alloc(struct md_dynpool *pool, uint64_t size,

@@ -647,6 +647,38 @@ TEST(backend_refusing_the_growth_still_serves_the_request)
 	env_close(&e);
 }
 
+/*
+ * The backend cannot give even what the request needs, while the pool
+ * holds an entirely free region too small for it: that region goes back
+ * to the backend and the request is served from the room it leaves.
+ */
+TEST(backend_short_gets_the_empty_regions_back)
+{
+	struct md_dynpool_config cfg = { .initial = 16 * MiB };
+	struct md_dynpool_stats st;
+	struct md_dynblock a;
+	struct pool_env e;
+
+	ASSERT_EQ(0, env_open(&e, 64, &cfg));
+	ASSERT_EQ(0, cap_address_space(24 * MiB));
+	ASSERT_EQ(0, md_dynpool_alloc(e.pool, 32 * MiB, &a));
+	st = stats(e.pool);
+	EXPECT_EQ(0, st.failures);
+	EXPECT_EQ(1, st.regions);
+	EXPECT_EQ(1, st.region_frees);
+	EXPECT_EQ(32 * MiB, st.reserved_bytes);
+	EXPECT_EQ(0, md_dynpool_check(e.pool, NULL));
+
+	/* Nothing left to give back: refused, and the block stays. */
+	EXPECT_EQ(-ENOMEM, md_dynpool_alloc(e.pool, 32 * MiB, &a));
+	st = stats(e.pool);
+	EXPECT_EQ(1, st.failures);
+	EXPECT_EQ(1, st.blocks_in_use);
+	EXPECT_EQ(32 * MiB, st.reserved_bytes);
+	EXPECT_EQ(0, md_dynpool_check(e.pool, NULL));
+	env_close(&e);
+}
+
 static struct md_reuse_violation seen_v[8];
 static int nseen_v;
 
