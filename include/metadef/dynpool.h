@@ -66,7 +66,8 @@ struct md_dynblock {
 
 struct md_dynpool_config {
 	/*
-	 * Bytes reserved by md_dynpool_create() (rounded up to pages); 0:
+	 * Bytes reserved by md_dynpool_create() (rounded up to pages, or to
+	 * the alignment if larger; grow_min and growth_pct do not apply); 0:
 	 * nothing until the first allocation, which reserves what it needs.
 	 */
 	uint64_t initial;

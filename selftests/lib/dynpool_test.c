@@ -590,6 +590,33 @@ TEST(growth_policy_without_initial_reservation)
 	env_close(&e);
 }
 
+/*
+ * The initial reservation is what was asked for ("reserve the largest size
+ * once"); grow_min and growth_pct shape the regions added later.
+ */
+TEST(initial_reservation_is_not_a_growth)
+{
+	struct md_dynpool_config cfg = { .initial = 64 * KiB,
+					 .grow_min = 1 * MiB,
+					 .growth_pct = 400 };
+	struct md_dynpool_stats st;
+	struct md_dynblock a, b;
+	struct pool_env e;
+
+	ASSERT_EQ(0, env_open(&e, 64, &cfg));
+	st = stats(e.pool);
+	EXPECT_EQ(1, st.region_allocs);
+	EXPECT_EQ(rup(64 * KiB, e.page), st.reserved_bytes);
+	ASSERT_EQ(0, md_dynpool_alloc(e.pool, st.reserved_bytes, &a));
+	/* Now growth: max(4K, grow_min 1M, 400 % of 64K) = 1M. */
+	ASSERT_EQ(0, md_dynpool_alloc(e.pool, 4 * KiB, &b));
+	st = stats(e.pool);
+	EXPECT_EQ(1, st.backend_reallocs);
+	EXPECT_EQ(rup(64 * KiB, e.page) + 1 * MiB, st.reserved_bytes);
+	EXPECT_EQ(0, md_dynpool_check(e.pool, NULL));
+	env_close(&e);
+}
+
 /* Bytes of address space this process maps now. */
 static uint64_t vm_bytes(void)
 {
