@@ -35,7 +35,10 @@
  * block the pool does not know, or of a block reused since (stale
  * generation) is refused with -EINVAL and counted in bad_frees; a double
  * free whose block is still RECYCLED is also reported through the reuse
- * protocol's handler (md_reuse_set_handler(): a refused release).
+ * protocol's handler (md_reuse_set_handler(): a refused release). Both
+ * that handler and @bad_free then run with the pool's lock held: they must
+ * not call into the pool (its lock is not recursive; a handler waiting for
+ * it from another thread deadlocks with the freeing thread the same way).
  *
  * All calls are thread-safe (one mutex per pool).
  */
