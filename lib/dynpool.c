@@ -569,8 +569,12 @@ static int release_empty(struct md_dynpool *p, const struct dp_region *keep)
 	return n;
 }
 
-/* One more region with a free block of at least @need bytes. */
-static int grow(struct md_dynpool *p, uint64_t need)
+/*
+ * One more region with a free block of at least @need bytes; with @policy,
+ * as large as grow_min and growth_pct ask (the initial reservation is not
+ * a growth: exactly @need, rounded up).
+ */
+static int grow(struct md_dynpool *p, uint64_t need, bool policy)
 {
 	uint64_t unit = p->align > p->page ? p->align : p->page;
 	uint64_t want, reserved = p->st.reserved_bytes, min;
@@ -583,10 +587,11 @@ static int grow(struct md_dynpool *p, uint64_t need)
 	if (min < need)
 		return -ENOMEM;
 	want = min;
-	if (p->grow_min > want && round_up(p->grow_min, unit) > want)
+	if (policy && p->grow_min > want &&
+	    round_up(p->grow_min, unit) > want)
 		want = round_up(p->grow_min, unit);
 	scaled = (unsigned __int128)reserved * p->growth_pct / 100;
-	if (scaled > want)
+	if (policy && scaled > want)
 		want = scaled > UINT64_MAX / 2 ? min : round_up(scaled, unit);
 	if (p->capacity && (reserved > p->capacity ||
 			    want > p->capacity - reserved)) {
@@ -613,6 +618,12 @@ static int grow(struct md_dynpool *p, uint64_t need)
 	if (!r)
 		return -ENOMEM;
 	err = md_region_alloc(p->dev, want, p->align, &r->r);
+	/* What the policy adds beyond the request is a wish, not a need. */
+	if ((err == -ENOMEM || err == -EDQUOT) && want > min)
+		err = md_region_alloc(p->dev, min, p->align, &r->r);
+	/* Regions entirely free (none fits @need) hold what it lacks. */
+	if ((err == -ENOMEM || err == -EDQUOT) && release_empty(p, NULL))
+		err = md_region_alloc(p->dev, min, p->align, &r->r);
 	if (err) {
 		free(r);
 		return err;
@@ -671,7 +682,7 @@ MD_API int md_dynpool_create(struct md_device *dev,
 	if (cfg->initial) {
 		err = cache_fill(p, 1);
 		if (!err)
-			err = grow(p, cfg->initial);
+			err = grow(p, cfg->initial, false);
 		if (err) {
 			md_dynpool_destroy(p);
 			return err;
@@ -720,7 +731,7 @@ MD_API int md_dynpool_alloc(struct md_dynpool *p, uint64_t size,
 		goto fail;
 	b = best_fit(p, need);
 	if (!b) {
-		err = grow(p, need);
+		err = grow(p, need, true);
 		if (err)
 			goto fail;
 		b = best_fit(p, need);

@@ -16,7 +16,10 @@
  *     at least the request and at least @growth_pct percent of what is
  *     already reserved (a backend re-allocation, counted), never more in
  *     total than @capacity (0: no cap); under the cap, entirely free
- *     regions are given back first to make room;
+ *     regions are given back first to make room; when the backend refuses
+ *     (-ENOMEM, -EDQUOT) more than the request needs, the pool asks again
+ *     for only what the request needs, and if that is refused too, gives
+ *     its entirely free regions back and asks once more;
  *   - alignment: every block starts at a multiple of the pool's alignment
  *     (md_device_align() unless configured) and its size is rounded up to
  *     it;
@@ -32,7 +35,10 @@
  * block the pool does not know, or of a block reused since (stale
  * generation) is refused with -EINVAL and counted in bad_frees; a double
  * free whose block is still RECYCLED is also reported through the reuse
- * protocol's handler (md_reuse_set_handler(): a refused release).
+ * protocol's handler (md_reuse_set_handler(): a refused release). Both
+ * that handler and @bad_free then run with the pool's lock held: they must
+ * not call into the pool (its lock is not recursive; a handler waiting for
+ * it from another thread deadlocks with the freeing thread the same way).
  *
  * All calls are thread-safe (one mutex per pool).
  */
@@ -63,7 +69,8 @@ struct md_dynblock {
 
 struct md_dynpool_config {
 	/*
-	 * Bytes reserved by md_dynpool_create() (rounded up to pages); 0:
+	 * Bytes reserved by md_dynpool_create() (rounded up to pages, or to
+	 * the alignment if larger; grow_min and growth_pct do not apply); 0:
 	 * nothing until the first allocation, which reserves what it needs.
 	 */
 	uint64_t initial;
@@ -127,7 +134,8 @@ void md_dynpool_destroy(struct md_dynpool *pool);
 /*
  * md_dynpool_alloc() - a block of at least @size bytes (best fit). Return:
  * 0, -EINVAL (size 0 or too large to round), -ENOMEM (nothing fits and the
- * capacity or the backend refuses to grow; nothing changed) or another
+ * capacity or the backend refuses to grow; no block changed, though regions
+ * that were entirely free may have been given back trying) or another
  * backend error.
  */
 int md_dynpool_alloc(struct md_dynpool *pool, uint64_t size,

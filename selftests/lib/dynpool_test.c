@@ -11,8 +11,11 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <metadef/device.h>
 #include <metadef/dynpool.h>
@@ -584,6 +587,122 @@ TEST(growth_policy_without_initial_reservation)
 	EXPECT_EQ(2, st.backend_reallocs);
 	EXPECT_EQ(rup(32 * KiB, e.page) + rup(40 * KiB, e.page) +
 		  rup(100 * KiB, e.page), st.reserved_bytes);
+	env_close(&e);
+}
+
+/*
+ * The initial reservation is what was asked for ("reserve the largest size
+ * once"); grow_min and growth_pct shape the regions added later.
+ */
+TEST(initial_reservation_is_not_a_growth)
+{
+	struct md_dynpool_config cfg = { .initial = 64 * KiB,
+					 .grow_min = 1 * MiB,
+					 .growth_pct = 400 };
+	struct md_dynpool_stats st;
+	struct md_dynblock a, b;
+	struct pool_env e;
+
+	ASSERT_EQ(0, env_open(&e, 64, &cfg));
+	st = stats(e.pool);
+	EXPECT_EQ(1, st.region_allocs);
+	EXPECT_EQ(rup(64 * KiB, e.page), st.reserved_bytes);
+	ASSERT_EQ(0, md_dynpool_alloc(e.pool, st.reserved_bytes, &a));
+	/* Now growth: max(4K, grow_min 1M, 400 % of 64K) = 1M. */
+	ASSERT_EQ(0, md_dynpool_alloc(e.pool, 4 * KiB, &b));
+	st = stats(e.pool);
+	EXPECT_EQ(1, st.backend_reallocs);
+	EXPECT_EQ(rup(64 * KiB, e.page) + 1 * MiB, st.reserved_bytes);
+	EXPECT_EQ(0, md_dynpool_check(e.pool, NULL));
+	env_close(&e);
+}
+
+/* Bytes of address space this process maps now. */
+static uint64_t vm_bytes(void)
+{
+	unsigned long long pages = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f) {
+		if (fscanf(f, "%llu", &pages) != 1)
+			pages = 0;
+		fclose(f);
+	}
+	return pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * Cap the address space (each test runs in a child of its own) at what is
+ * mapped now plus @room: the host backend's mmap is refused beyond it.
+ */
+static int cap_address_space(uint64_t room)
+{
+	struct rlimit rl;
+
+	rl.rlim_cur = rl.rlim_max = vm_bytes() + room;
+	return setrlimit(RLIMIT_AS, &rl);
+}
+
+/*
+ * The growth policy asks for more than the request needs (here double the
+ * 64 MiB reserved); a backend that cannot give that much can still give
+ * what the request needs, and the request is served.
+ */
+TEST(backend_refusing_the_growth_still_serves_the_request)
+{
+	struct md_dynpool_config cfg = { .initial = 64 * MiB };
+	struct md_dynblock a, b;
+	struct md_device_stats ds;
+	struct md_dynpool_stats st;
+	struct pool_env e;
+
+	ASSERT_EQ(0, env_open(&e, 64, &cfg));
+	ASSERT_EQ(0, md_dynpool_alloc(e.pool, 64 * MiB, &a));	/* full */
+	ASSERT_EQ(0, cap_address_space(16 * MiB));
+	ASSERT_EQ(0, md_dynpool_alloc(e.pool, 1 * MiB, &b));
+	st = stats(e.pool);
+	EXPECT_EQ(0, st.failures);
+	EXPECT_EQ(2, st.regions);
+	EXPECT_EQ(65 * MiB, st.reserved_bytes);
+	EXPECT_EQ(1, st.backend_reallocs);
+	md_device_stats(e.dev, &ds);
+	EXPECT_EQ(1, ds.region_failures);	/* the 64 MiB it asked first */
+	EXPECT_EQ(st.reserved_bytes, ds.bytes_current);
+	EXPECT_EQ(0, md_dynpool_check(e.pool, NULL));
+	ASSERT_EQ(0, md_dynpool_free(e.pool, &b));
+	ASSERT_EQ(0, md_dynpool_free(e.pool, &a));
+	env_close(&e);
+}
+
+/*
+ * The backend cannot give even what the request needs, while the pool
+ * holds an entirely free region too small for it: that region goes back
+ * to the backend and the request is served from the room it leaves.
+ */
+TEST(backend_short_gets_the_empty_regions_back)
+{
+	struct md_dynpool_config cfg = { .initial = 16 * MiB };
+	struct md_dynpool_stats st;
+	struct md_dynblock a;
+	struct pool_env e;
+
+	ASSERT_EQ(0, env_open(&e, 64, &cfg));
+	ASSERT_EQ(0, cap_address_space(24 * MiB));
+	ASSERT_EQ(0, md_dynpool_alloc(e.pool, 32 * MiB, &a));
+	st = stats(e.pool);
+	EXPECT_EQ(0, st.failures);
+	EXPECT_EQ(1, st.regions);
+	EXPECT_EQ(1, st.region_frees);
+	EXPECT_EQ(32 * MiB, st.reserved_bytes);
+	EXPECT_EQ(0, md_dynpool_check(e.pool, NULL));
+
+	/* Nothing left to give back: refused, and the block stays. */
+	EXPECT_EQ(-ENOMEM, md_dynpool_alloc(e.pool, 32 * MiB, &a));
+	st = stats(e.pool);
+	EXPECT_EQ(1, st.failures);
+	EXPECT_EQ(1, st.blocks_in_use);
+	EXPECT_EQ(32 * MiB, st.reserved_bytes);
+	EXPECT_EQ(0, md_dynpool_check(e.pool, NULL));
 	env_close(&e);
 }
 
