@@ -505,12 +505,12 @@ int pool_region_get(struct md_pool *pool, enum md_pool_tier tier,
 			pool->region_total += size;
 		pthread_mutex_unlock(&pool->region_lock);
 
-		if (reserved) {
+		/* Whose refusal was the last: the report names it. */
+		md_pool_limit_hit = !reserved;
+		if (reserved)
 			err = md_region_alloc(pool->dev, size, pool->align, r);
-		} else {
+		else
 			err = -ENOMEM;
-			md_pool_limit_hit = true;
-		}
 
 		if (reserved) {
 			pthread_mutex_lock(&pool->region_lock);

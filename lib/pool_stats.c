@@ -132,12 +132,10 @@ void pool_oom_fill(struct md_pool *pool, enum md_pool_tier tier,
 		   struct md_oom_info *oom)
 {
 	char req[32], blk[32], lim[32], reg[32], cur[32], fr[32], lg[32];
-	struct md_oom_info *info = calloc(1, sizeof(*info));
+	struct md_oom_info report = { 0 }, *info = &report;
 	const struct md_tier_stats *t;
 	char why[64];
 
-	if (!info)
-		return;
 	info->error = err;
 	info->tier = tier;
 	info->requested = size;
@@ -173,7 +171,6 @@ void pool_oom_fill(struct md_pool *pool, enum md_pool_tier tier,
 	pthread_mutex_unlock(&pool->oom_lock);
 	if (oom)
 		*oom = *info;
-	free(info);
 }
 
 MD_API int md_pool_last_oom(struct md_pool *pool, struct md_oom_info *oom)

@@ -677,6 +677,43 @@ TEST(exhaustion_backend)
 	md_device_close(dev);
 }
 
+/*
+ * The pool's limit refuses the buddy tier's larger regions, then the
+ * backend refuses the one the limit allows: the report names the backend,
+ * whose refusal was the last.
+ */
+TEST(exhaustion_backend_after_the_limit)
+{
+	struct md_pool_config cfg = { .limit = 40 * MiB,
+				      .buddy_region = 32 * MiB };
+	struct md_device *dev = host_dev(256);
+	struct md_oom_info oom;
+	struct md_alloc_opts opts = { .oom = &oom };
+	struct md_buf a, b, c;
+	struct md_pool *pool;
+	struct rlimit rl;
+
+	ASSERT_NE(NULL, dev);
+	ASSERT_EQ(0, md_pool_create(dev, &cfg, &pool));
+	/* One 32 MiB buddy region, used up. */
+	ASSERT_EQ(0, md_alloc(pool, 16 * MiB, &a));
+	ASSERT_EQ(0, md_alloc(pool, 16 * MiB, &b));
+	/*
+	 * A 32 or 16 MiB region would exceed the limit; 8 and 4 MiB (the
+	 * block's size, the least the tier takes) do not, but will not map.
+	 */
+	rl.rlim_cur = rl.rlim_max = vm_bytes() + 2 * MiB;
+	ASSERT_EQ(0, setrlimit(RLIMIT_AS, &rl));
+	ASSERT_EQ(-ENOMEM, md_alloc_ex(pool, 4 * MiB, &opts, &c));
+	expect_oom(_metadata, &oom, -ENOMEM, MD_TIER_BUDDY, 4 * MiB, false);
+	EXPECT_EQ(40 * MiB, oom.limit);
+	EXPECT_EQ(32 * MiB, oom.stats.total.region_bytes);
+	ASSERT_EQ(0, md_free(pool, &a));
+	ASSERT_EQ(0, md_free(pool, &b));
+	md_pool_destroy(pool);
+	md_device_close(dev);
+}
+
 /* ------------------------------------------------------------ stats */
 
 struct expect {
