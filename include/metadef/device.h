@@ -88,7 +88,8 @@ void md_device_stats(const struct md_device *dev, struct md_device_stats *st);
 /*
  * md_region_alloc() - a region of at least @size bytes whose device address
  * is aligned to @align (a power of two; 0 means the page size). Thread-safe.
- * Return: 0, -EINVAL (size 0, bad alignment), -ENOMEM, -EDQUOT (the kmod
+ * Return: 0, -EINVAL (size 0 or too large to round to a page, bad
+ * alignment), -ENOMEM, -EDQUOT (the kmod
  * domain's quota) or another -errno from the backend. Nothing is left
  * allocated on failure.
  */

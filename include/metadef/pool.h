@@ -140,10 +140,16 @@ struct md_pool_config {
 	void *handler_arg;
 };
 
-/* Optional details of one allocation. */
+/*
+ * Optional details of one allocation. @tag and @site are kept by pointer
+ * and read by snapshots, the cleaner and violation reports, which may run
+ * in another thread just as the block is freed: they must stay valid as
+ * long as the pool (string literals, MD_SITE, or strings the runtime keeps
+ * until md_pool_destroy()).
+ */
 struct md_alloc_opts {
-	const char *tag;	/* owner tag, kept by pointer: must outlive the block */
-	const char *site;	/* allocation site, e.g. MD_SITE; same rule */
+	const char *tag;	/* owner tag */
+	const char *site;	/* allocation site, e.g. MD_SITE */
 	struct md_oom_info *oom;	/* filled when md_alloc_ex() fails for lack of memory */
 };
 
