@@ -25,6 +25,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -35,6 +36,7 @@
 #include <metadef/reuse.h>
 
 #include "internal.h"
+#include "reuse_word.h"
 
 /* ---------------------------------------------------------------- rbtree */
 
@@ -800,6 +802,7 @@ static int refuse_free(struct md_dynpool *p, const struct md_dynblock *d)
 MD_API int md_dynpool_free(struct md_dynpool *p, const struct md_dynblock *d)
 {
 	struct dp_block *b, *n;
+	uint64_t w, nw;
 	int err;
 
 	pthread_mutex_lock(&p->lock);
@@ -809,23 +812,27 @@ MD_API int md_dynpool_free(struct md_dynpool *p, const struct md_dynblock *d)
 		err = refuse_free(p, d);
 		goto out;
 	}
-	switch (md_block_sync_state(&b->sync)) {
-	case MD_BLOCK_ACTIVE:
-		err = -EBUSY;
-		goto out;
-	case MD_BLOCK_ALLOCATED:
-		if (md_block_sync_release(&b->sync) != 1) {
+	/*
+	 * ALLOCATED (never acquired) or RELEASED -> RECYCLED in one
+	 * compare-exchange, so a user acquiring the block at the same moment
+	 * either comes first (-EBUSY here) or finds it recycled.
+	 */
+	w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
+	for (;;) {
+		if (w_state(w) == MD_BLOCK_ACTIVE) {
 			err = -EBUSY;
 			goto out;
 		}
-		break;
-	case MD_BLOCK_RELEASED:		/* its last holder let go */
-		break;
-	default:
-		err = refuse_free(p, d);
-		goto out;
+		nw = w_retire(w);
+		if (!nw) {
+			err = refuse_free(p, d);
+			goto out;
+		}
+		if (atomic_compare_exchange_weak_explicit(&b->sync.word, &w, nw,
+							  memory_order_acq_rel,
+							  memory_order_acquire))
+			break;
 	}
-	md_block_sync_recycle(&b->sync);	/* RELEASED -> RECYCLED */
 	rb_erase(&p->live_tree, &b->rb);
 	p->st.frees++;
 	p->st.blocks_in_use--;

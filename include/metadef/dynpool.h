@@ -145,7 +145,9 @@ int md_dynpool_alloc(struct md_dynpool *pool, uint64_t size,
  * md_dynpool_free() - give @b back. Return: 0; -EBUSY if the block still
  * has holders (ACTIVE; nothing changed); -EINVAL for a double free, an
  * unknown or a stale descriptor (refused, counted and reported as described
- * above). Must not race with acquires of the same block.
+ * above). One compare-exchange decides against a user acquiring the block
+ * at the same moment: either the acquire comes first (-EBUSY here) or it
+ * is refused (the block is RECYCLED).
  */
 int md_dynpool_free(struct md_dynpool *pool, const struct md_dynblock *b);
 

@@ -9,6 +9,8 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1315,6 +1317,88 @@ TEST(threads_share_a_pool)
 	EXPECT_EQ(st.reserved_bytes, st.free_bytes);
 	EXPECT_EQ(0, md_dynpool_check(e.pool, NULL));
 	env_close(&e);
+}
+
+/*
+ * A user acquires a block while its owner frees it, every round starting
+ * both at once: either the acquire wins (the free is refused with -EBUSY
+ * until the user lets go) or the free wins (the acquire is refused). A
+ * free that checked the state and then released in a second step could
+ * take the user's hold away: the user's release would then be refused.
+ */
+struct race {
+	struct md_dynpool *pool;
+	struct md_dynblock blk;
+	atomic_int round, done;
+	int acquired, late, bad;
+};
+
+static void race_wait(struct race *r, int round)
+{
+	unsigned long n = 0;
+
+	while (atomic_load(&r->round) != round)
+		if (++n % 1000 == 0)
+			sched_yield();
+}
+
+static void *race_user(void *arg)
+{
+	struct race *r = arg;
+	int i, err;
+
+	for (i = 1; i <= 2000; i++) {
+		race_wait(r, i);
+		err = md_block_sync_acquire_gen(r->blk.sync, r->blk.generation);
+		if (!err) {
+			r->acquired++;
+			err = md_block_sync_release(r->blk.sync);
+			if (err != 1)
+				r->bad++;
+		} else if (err == -EINVAL || err == -ESTALE) {
+			r->late++;
+		} else {
+			r->bad++;
+		}
+		atomic_fetch_add(&r->done, 1);
+	}
+	return NULL;
+}
+
+TEST(free_racing_an_acquire)
+{
+	struct pool_env e;
+	struct race r = { 0 };
+	pthread_t t;
+	int i, err, busy = 0;
+	volatile int spin;
+	md_reuse_handler_t old = md_reuse_set_handler(NULL, NULL);
+
+	ASSERT_EQ(0, env_open(&e, 64, NULL));
+	r.pool = e.pool;
+	ASSERT_EQ(0, pthread_create(&t, NULL, race_user, &r));
+	for (i = 1; i <= 2000; i++) {
+		ASSERT_EQ(0, md_dynpool_alloc(e.pool, 4096 + i % 7 * 64, &r.blk));
+		atomic_store(&r.done, 0);
+		atomic_store(&r.round, i);
+		/* Vary who comes first: from at once to well after. */
+		for (spin = 0; spin < i % 16 * 100; spin++)
+			;
+		while ((err = md_dynpool_free(e.pool, &r.blk)) == -EBUSY)
+			busy++;
+		ASSERT_EQ(0, err);
+		while (atomic_load(&r.done) != 1)
+			sched_yield();
+	}
+	pthread_join(t, NULL);
+	EXPECT_EQ(0, r.bad);
+	EXPECT_EQ(2000, r.acquired + r.late);
+	EXPECT_EQ(0, stats(e.pool).blocks_in_use);
+	EXPECT_EQ(0, md_dynpool_check(e.pool, NULL));
+	TH_LOG("%d acquired first, %d refused as late, %d frees refused while held",
+	       r.acquired, r.late, busy);
+	env_close(&e);
+	md_reuse_set_handler(old, NULL);
 }
 
 TEST_HARNESS_MAIN
