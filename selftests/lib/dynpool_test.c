@@ -619,32 +619,6 @@ TEST(initial_reservation_is_not_a_growth)
 	env_close(&e);
 }
 
-/* Bytes of address space this process maps now. */
-static uint64_t vm_bytes(void)
-{
-	unsigned long long pages = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
-
-	if (f) {
-		if (fscanf(f, "%llu", &pages) != 1)
-			pages = 0;
-		fclose(f);
-	}
-	return pages * (uint64_t)sysconf(_SC_PAGESIZE);
-}
-
-/*
- * Cap the address space (each test runs in a child of its own) at what is
- * mapped now plus @room: the host backend's mmap is refused beyond it.
- */
-static int cap_address_space(uint64_t room)
-{
-	struct rlimit rl;
-
-	rl.rlim_cur = rl.rlim_max = vm_bytes() + room;
-	return setrlimit(RLIMIT_AS, &rl);
-}
-
 /*
  * The growth policy asks for more than the request needs (here double the
  * 64 MiB reserved); a backend that cannot give that much can still give

@@ -21,6 +21,7 @@
 #include <metadef/pool.h>
 
 #include "json_mini.h"
+#include "test_util.h"
 #include "kselftest_harness.h"
 
 #define KiB (1ull << 10)
@@ -625,19 +626,6 @@ TEST(reclaim_on_oom)
 	md_device_close(dev);
 }
 
-static uint64_t vm_bytes(void)
-{
-	unsigned long long pages = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
-
-	if (f) {
-		if (fscanf(f, "%llu", &pages) != 1)
-			pages = 0;
-		fclose(f);
-	}
-	return pages * (uint64_t)sysconf(_SC_PAGESIZE);
-}
-
 /* The backend runs out (address space capped): -ENOMEM, then recovery. */
 TEST(exhaustion_backend)
 {
@@ -646,14 +634,12 @@ TEST(exhaustion_backend)
 	struct md_alloc_opts opts = { .oom = &oom };
 	struct md_buf b[64];
 	struct md_pool *pool;
-	struct rlimit rl;
 	int i, n, err = 0;
 
 	ASSERT_NE(NULL, dev);
 	ASSERT_EQ(0, md_pool_create(dev, NULL, &pool));
 	/* Each test runs in a child of its own: the cap stays there. */
-	rl.rlim_cur = rl.rlim_max = vm_bytes() + 512 * MiB;
-	ASSERT_EQ(0, setrlimit(RLIMIT_AS, &rl));
+	ASSERT_EQ(0, cap_address_space(512 * MiB));
 	for (n = 0; n < 64; n++) {
 		err = md_alloc_ex(pool, 100 * MiB, &opts, &b[n]);
 		if (err)
@@ -691,7 +677,6 @@ TEST(exhaustion_backend_after_the_limit)
 	struct md_alloc_opts opts = { .oom = &oom };
 	struct md_buf a, b, c;
 	struct md_pool *pool;
-	struct rlimit rl;
 
 	ASSERT_NE(NULL, dev);
 	ASSERT_EQ(0, md_pool_create(dev, &cfg, &pool));
@@ -702,8 +687,7 @@ TEST(exhaustion_backend_after_the_limit)
 	 * A 32 or 16 MiB region would exceed the limit; 8 and 4 MiB (the
 	 * block's size, the least the tier takes) do not, but will not map.
 	 */
-	rl.rlim_cur = rl.rlim_max = vm_bytes() + 2 * MiB;
-	ASSERT_EQ(0, setrlimit(RLIMIT_AS, &rl));
+	ASSERT_EQ(0, cap_address_space(2 * MiB));
 	ASSERT_EQ(-ENOMEM, md_alloc_ex(pool, 4 * MiB, &opts, &c));
 	expect_oom(_metadata, &oom, -ENOMEM, MD_TIER_BUDDY, 4 * MiB, false);
 	EXPECT_EQ(40 * MiB, oom.limit);

@@ -6,6 +6,9 @@
 #define METADEF_TEST_UTIL_H
 
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <metadef/plan.h>
 
@@ -30,6 +33,32 @@ static inline void example12(struct md_problem *p)
 	md_problem_add(p, "b3", 0, 9, 4, 0);
 	md_problem_add(p, "b4", 9, 21, 4, 0);
 	md_problem_add(p, "b5", 0, 21, 4, 0);
+}
+
+/* Bytes of address space this process maps now. */
+static inline uint64_t vm_bytes(void)
+{
+	unsigned long long pages = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f) {
+		if (fscanf(f, "%llu", &pages) != 1)
+			pages = 0;
+		fclose(f);
+	}
+	return pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * Cap the address space (each test runs in a child of its own) at what is
+ * mapped now plus @room: the host backend's mmap is refused beyond it.
+ */
+static inline int cap_address_space(uint64_t room)
+{
+	struct rlimit rl;
+
+	rl.rlim_cur = rl.rlim_max = vm_bytes() + room;
+	return setrlimit(RLIMIT_AS, &rl);
 }
 
 #endif /* METADEF_TEST_UTIL_H */
