@@ -28,8 +28,10 @@
  *
  * Every block carries a struct md_block_sync (reuse.h) and follows the
  * reuse protocol: md_dynpool_alloc() hands it out ALLOCATED; users may
- * acquire and release it; md_dynpool_free() moves it to RELEASED (if no
- * holder is left) and to RECYCLED as it goes back to the free tree; when
+ * acquire and release it; md_dynpool_free() moves it from ALLOCATED (never
+ * acquired) or RELEASED (its last holder let go) to RECYCLED in one
+ * compare-exchange as it goes back to the free tree (-EBUSY while it is
+ * held); when
  * its metadata serves a new block, md_block_sync_reuse() makes it
  * ALLOCATED again with the next generation. A double free, a free of a
  * block the pool does not know, or of a block reused since (stale
@@ -145,9 +147,11 @@ int md_dynpool_alloc(struct md_dynpool *pool, uint64_t size,
  * md_dynpool_free() - give @b back. Return: 0; -EBUSY if the block still
  * has holders (ACTIVE; nothing changed); -EINVAL for a double free, an
  * unknown or a stale descriptor (refused, counted and reported as described
- * above). One compare-exchange decides against a user acquiring the block
- * at the same moment: either the acquire comes first (-EBUSY here) or it
- * is refused (the block is RECYCLED).
+ * above). Against a user acquiring the block at the same moment with
+ * md_block_sync_acquire_gen(b->sync, b->generation), one compare-exchange
+ * decides: either the acquire comes first (-EBUSY here) or it is refused.
+ * Users must acquire with the generation: once the metadata serves a new
+ * block, a plain md_block_sync_acquire() would take that one.
  */
 int md_dynpool_free(struct md_dynpool *pool, const struct md_dynblock *b);
 
