@@ -110,9 +110,11 @@ int md_region_free(struct md_device *dev, struct md_region *region);
  * device page table first, so it reaches regions the CPU has no mapping
  * of and memory imported from another domain, and honours their
  * permissions. host: both ranges must lie inside live regions of @dev.
- * Overlapping ranges leave undefined data (as memcpy). Thread-safe.
- * Return: 0, -EINVAL (size 0, a range wrapping around) or -EFAULT (a byte
- * of either range not reachable, or the destination not writable);
+ * Overlapping ranges leave undefined data (as memcpy). Thread-safe, as
+ * long as neither region is freed while the copy runs (as with any DMA).
+ * Return: 0, -EINVAL (size 0, a range wrapping around), -EFAULT (a byte
+ * of either range not reachable, or the destination not writable), or on
+ * kmod another error of the ioctl (-ENODEV: the module's memory is gone);
  * nothing is copied on error.
  */
 int md_device_copy(struct md_device *dev, uint64_t dst_va, uint64_t src_va,
