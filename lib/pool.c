@@ -232,7 +232,6 @@ static INLINE int free_cas(struct md_pool *pool, const struct md_buf *buf,
 bool pool_recycle_released(struct md_pool_block *b)
 {
 	uint64_t w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
-
 	uint64_t nw;
 
 	while ((nw = w_recycle(w)))

@@ -326,7 +326,7 @@ struct pass_on {
 	atomic_int given;	/* the giver has stopped: drain what is left */
 	atomic_uint head, tail;
 	struct md_buf q[64];
-	int errors;
+	atomic_int errors;	/* from any of the threads */
 };
 
 static void pass_on_touch(struct pass_on *p)
@@ -334,7 +334,7 @@ static void pass_on_touch(struct pass_on *p)
 	struct md_buf b;
 
 	if (md_alloc(p->pool, 100, &b) || md_free(p->pool, &b))
-		p->errors++;
+		atomic_fetch_add(&p->errors, 1);
 	atomic_fetch_add(&p->ready, 1);
 }
 
@@ -350,7 +350,7 @@ static void *pass_on_give(void *arg)
 		if (t - atomic_load(&p->head) >= 64)
 			continue;
 		if (md_alloc(p->pool, 1 + xs(&seed) % (64 * KiB), &b)) {
-			p->errors++;
+			atomic_fetch_add(&p->errors, 1);
 			continue;
 		}
 		p->q[t % 64] = b;
@@ -372,7 +372,7 @@ static void *pass_on_take(void *arg)
 		if (h == atomic_load(&p->tail))
 			continue;
 		if (md_free(p->pool, &p->q[h % 64]))
-			p->errors++;
+			atomic_fetch_add(&p->errors, 1);
 		atomic_store(&p->head, h + 1);
 	}
 	return NULL;
@@ -422,7 +422,7 @@ TEST(threads_stats_never_below_zero)
 	atomic_store(&p.stop, 1);
 	for (i = 0; i < IDLE_THREADS + 2; i++)
 		pthread_join(th[i], NULL);
-	EXPECT_EQ(0, p.errors);
+	EXPECT_EQ(0, atomic_load(&p.errors));
 	EXPECT_EQ(0, below);
 	md_pool_stats(p.pool, &st);
 	EXPECT_EQ(0, st.total.current_count);
