@@ -453,7 +453,8 @@ static void usage(FILE *f)
 		"alloc+free latency of libmetadef's pools against glibc "
 		"malloc, jemalloc and\nmimalloc, on the same size traces in "
 		"the same run (make bench-alloc).\n"
-		"  -q            shorter runs (a tenth of the steps, 3 rounds)\n"
+		"  -q            shorter runs (a tenth of the steps, "
+		"3 rounds)\n"
 		"  --trace NAME  only this trace (repeatable): small, tiny, "
 		"large, buddy, huge\n"
 		"  -h, --help    this text\n");
@@ -461,7 +462,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-	bool quick = false, pick = false, want[8] = { false };
+	bool quick = false, pick = false;
 	struct md_device_config dc = { .backend = "host", .align = 64 };
 	struct md_pool_config notc = { .flags = MD_POOL_NO_TCACHE };
 	struct trace traces[] = {
@@ -482,6 +483,7 @@ int main(int argc, char **argv)
 		  .steps = 4000, .timed_steps = 4000, .rounds = 3 },
 	};
 	enum { NT = sizeof(traces) / sizeof(traces[0]) };
+	bool want[NT] = { false };
 	static struct result res[NT][A_COUNT];
 	bool use[A_COUNT];
 	size_t i;
@@ -494,8 +496,13 @@ int main(int argc, char **argv)
 			   !strcmp(argv[a], "--help")) {
 			usage(stdout);
 			return 0;
-		} else if (!strcmp(argv[a], "--trace") && a + 1 < argc) {
-			a++;
+		} else if (!strcmp(argv[a], "--trace")) {
+			if (++a == argc) {
+				fprintf(stderr, "alloc_bench: --trace needs a "
+					"name (small, tiny, large, buddy, "
+					"huge)\n");
+				return 2;
+			}
 			for (i = 0; i < NT; i++)
 				if (!strcmp(argv[a], traces[i].name))
 					break;

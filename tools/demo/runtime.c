@@ -125,8 +125,8 @@ static void arena_demo(struct md_device *dev)
 
 		expect(md_arena_tensor(m, i, &t), 0, "md_arena_tensor");
 		printf("  %-8s  %" PRIu64 "..%" PRIu64 " %10" PRIu64
-		       " %10s %#18" PRIx64 "\n", t.id, graph[i].lower,
-		       graph[i].upper, t.offset, mib(t.size, b1, sizeof(b1)),
+		       " %10s %#18" PRIx64 "\n", t.id, graph[t.index].lower,
+		       graph[t.index].upper, t.offset, mib(t.size, b1, sizeof(b1)),
 		       t.dev_va);
 	}
 
@@ -152,7 +152,9 @@ static void arena_demo(struct md_device *dev)
 	printf("md_device_copy from past the arena's end: refused (EFAULT), "
 	       "logged in debugfs faults\n");
 
-	/* Another run of the same graph cannot start while this one runs. */
+	/* A plan that runs cannot be started twice. */
+	expect(md_arena_activate(m), -EALREADY, "md_arena_activate again");
+	/* The run is over: another plan bound to the arena may run now. */
 	expect(md_arena_deactivate(m), 0, "md_arena_deactivate");
 	md_arena_destroy(a);
 	md_plan_free(&plan);
@@ -212,7 +214,8 @@ static void pool_demo(struct md_device *dev)
 	long held;
 	int i;
 
-	heading(2, "tiered pools: slab < 1 MiB, buddy 1-16 MiB, large > 16 MiB");
+	heading(2,
+		"tiered pools: slab < 1 MiB, buddy 1-16 MiB, large > 16 MiB");
 	expect(md_pool_create(dev, &cfg, &pool), 0, "md_pool_create");
 	for (i = 0; i < N; i++) {
 		expect(md_alloc_tagged(pool, want[i].size, want[i].tag,
@@ -323,7 +326,10 @@ static void dynpool_demo(struct md_device *dev)
 
 int main(void)
 {
-	struct md_device_config dc = { .backend = "kmod", .align = MD_ALIGN_NPU };
+	struct md_device_config dc = {
+		.backend = "kmod",
+		.align = MD_ALIGN_NPU,
+	};
 	struct md_device_stats ds;
 	struct md_device *dev;
 	struct metadef_info before, after;
@@ -346,7 +352,8 @@ int main(void)
 
 	md_device_stats(dev, &ds);
 	if (ds.bytes_current)
-		die("%" PRIu64 " bytes of regions still live", ds.bytes_current);
+		die("%" PRIu64 " bytes of regions still live",
+		    ds.bytes_current);
 	md_device_close(dev);
 	expect(md_kmod_info(fd, &after), 0, "INFO");
 	printf("\ndevice closed: %" PRIu64 " regions asked of the module in "
