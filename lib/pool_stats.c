@@ -446,6 +446,12 @@ static void report_str(FILE *f, const char *s)
 	}
 }
 
+/* "s" unless there is exactly one. */
+static const char *plural(uint64_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
 static long clean_one(struct md_pool *pool, FILE *report,
 		      struct md_cleaner_report *total)
 {
@@ -469,14 +475,16 @@ static long clean_one(struct md_pool *pool, FILE *report,
 	if (report) {
 		fprintf(report,
 			"metadef pool %" PRIu64 " (%s): %" PRIu64
-			" blocks still held (%s); recycled %" PRIu64
-			" released blocks (%s); %" PRIu64
-			" slabs and %" PRIu64 " regions (%s) back to the device\n",
+			" block%s still held (%s); recycled %" PRIu64
+			" released block%s (%s); %" PRIu64 " slab%s and %"
+			PRIu64 " region%s (%s) back to the device\n",
 			pool->id, md_device_backend(pool->dev), rep.held_blocks,
+			plural(rep.held_blocks),
 			md_format_size(rep.held_bytes, a, sizeof(a)),
-			rep.recycled_blocks,
+			rep.recycled_blocks, plural(rep.recycled_blocks),
 			md_format_size(rep.recycled_bytes, b, sizeof(b)),
-			rep.slabs_released, rep.regions_released,
+			rep.slabs_released, plural(rep.slabs_released),
+			rep.regions_released, plural(rep.regions_released),
 			md_format_size(rep.region_bytes_released, d,
 				       sizeof(d)));
 		for (i = 0; i < c.n; i++) {

@@ -1426,6 +1426,7 @@ TEST(cleaner_finds_deliberate_leak)
 	EXPECT_EQ(0, count_lines(text, "tag released"));
 	EXPECT_EQ(4, count_lines(text, "pool_test.c:"));
 	EXPECT_NE(NULL, strstr(text, "4 blocks still held"));
+	EXPECT_NE(NULL, strstr(text, "recycled 2 released blocks"));
 	free(text);
 
 	/* The recycled ones are gone for their owner: a free is a double free. */
@@ -1477,6 +1478,7 @@ TEST(cleaner_report_one_line_each)
 	fclose(f);
 	/* The summary line and one held line. */
 	EXPECT_EQ(2, count_lines(text, "\n"));
+	EXPECT_NE(NULL, strstr(text, ": 1 block still held"));
 	EXPECT_EQ(0, count_lines(text, "\r"));
 	EXPECT_EQ(1, count_lines(text, "tag two\\nlines, site a\\tb\\r\n"));
 	free(text);
