@@ -27,14 +27,6 @@ static uint64_t rnd(void)
 	return xorshift64(&rng_state);
 }
 
-static struct md_device *host(uint64_t align)
-{
-	struct md_device_config cfg = { .backend = "host", .align = align };
-	struct md_device *dev = NULL;
-
-	return md_device_open(&cfg, &dev) ? NULL : dev;
-}
-
 static unsigned char pattern(size_t buf, uint64_t byte, unsigned int salt)
 {
 	uint64_t x = (buf + 1) * 0x9e3779b97f4a7c15ULL ^ byte * 0xff51afd7ULL ^
@@ -166,7 +158,7 @@ static void one_teardown(struct one *o)
 
 TEST(plan_executes_without_overlap)
 {
-	struct md_device *dev = host(0);
+	struct md_device *dev = host_dev(0);
 	struct md_arena_info info;
 	struct md_device_stats st;
 	struct one o;
@@ -218,7 +210,7 @@ TEST(plan_executes_without_overlap)
 /* The checker itself: a plan with two live tensors overlapping fails. */
 TEST(checker_catches_overlap)
 {
-	struct md_device *dev = host(0);
+	struct md_device *dev = host_dev(0);
 	struct md_problem p, q;
 	struct md_arena *a;
 	struct md_arena_plan *m;
@@ -256,7 +248,7 @@ TEST(checker_catches_overlap)
 
 TEST(two_plans_share_one_arena)
 {
-	struct md_device *dev = host(MD_ALIGN_NPU);
+	struct md_device *dev = host_dev(MD_ALIGN_NPU);
 	struct md_problem pa, pb;
 	struct md_plan la, lb;
 	struct md_arena *a;
@@ -338,7 +330,7 @@ TEST(two_plans_share_one_arena)
 
 TEST(too_small_is_enospc)
 {
-	struct md_device *dev = host(0);
+	struct md_device *dev = host_dev(0);
 	struct md_problem p;
 	struct md_arena *a;
 	struct md_arena_plan *m;
@@ -380,7 +372,7 @@ TEST(too_small_is_enospc)
 
 TEST(bind_refuses_bad_plans)
 {
-	struct md_device *dev = host(0);
+	struct md_device *dev = host_dev(0);
 	struct md_problem p;
 	struct md_arena *a;
 	struct md_arena_plan *m;
@@ -417,7 +409,7 @@ TEST(bind_refuses_bad_plans)
 
 TEST(create_errors)
 {
-	struct md_device *dev = host(0);
+	struct md_device *dev = host_dev(0);
 	struct md_problem p;
 	struct md_arena *a = (struct md_arena *)&a;
 	uint64_t off[1] = { UINT64_MAX - 10 };
@@ -449,7 +441,7 @@ TEST(create_errors)
 
 TEST(empty_plans)
 {
-	struct md_device *dev = host(0);
+	struct md_device *dev = host_dev(0);
 	struct md_problem p;
 	struct md_arena *a;
 	struct md_arena_plan *m;
@@ -477,7 +469,7 @@ TEST(empty_plans)
 
 TEST(lookup_by_id)
 {
-	struct md_device *dev = host(0);
+	struct md_device *dev = host_dev(0);
 	struct md_problem p;
 	struct md_plan plan;
 	struct md_arena *a;
@@ -543,7 +535,7 @@ TEST(lookup_by_id)
  */
 TEST(alignment_at_the_device)
 {
-	struct md_device *dev = host(0);
+	struct md_device *dev = host_dev(0);
 	struct md_problem p, q;
 	struct md_arena *a;
 	struct md_arena_plan *m;
@@ -587,7 +579,7 @@ TEST(alignment_at_the_device)
 
 	/* Device alignment larger than any buffer's: the device's. */
 	md_device_close(dev);
-	dev = host(1 << 20);
+	dev = host_dev(1 << 20);
 	ASSERT_NE(NULL, dev);
 	p.bufs[1].align = 1;
 	ASSERT_EQ(0, md_arena_create(dev, &ref, 1, &a));
@@ -639,7 +631,7 @@ static void *act_thread(void *v)
 TEST(threads_one_active)
 {
 	static struct act_race r = { .rounds = 300 };
-	struct md_device *dev = host(0);
+	struct md_device *dev = host_dev(0);
 	struct act_arg args[4];
 	struct md_problem p;
 	struct md_arena *a;

@@ -18,6 +18,7 @@
 
 #include <metadef/device.h>
 
+#include "test_util.h"
 #include "kselftest_harness.h"
 
 #define SZ_1M (1024 * 1024ULL)
@@ -34,32 +35,6 @@ static int mapped(const void *p, size_t len)
 	if (n > sizeof(vec))
 		n = sizeof(vec);
 	return mincore((void *)a, n * page, vec) == 0;
-}
-
-/* Virtual size of this process, from /proc/self/status. */
-static uint64_t vm_size(void)
-{
-	char line[256];
-	unsigned long long kb = 0;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmSize: %llu kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb * 1024;
-}
-
-static struct md_device *host(uint64_t align)
-{
-	struct md_device_config cfg = { .backend = "host", .align = align };
-	struct md_device *dev = NULL;
-
-	if (md_device_open(&cfg, &dev))
-		return NULL;
-	return dev;
 }
 
 TEST(open_host)
@@ -81,7 +56,7 @@ TEST(open_host)
 	EXPECT_EQ(0, st.bytes_peak);
 	md_device_close(dev);
 
-	dev = host(MD_ALIGN_NPU);
+	dev = host_dev(MD_ALIGN_NPU);
 	ASSERT_NE(NULL, dev);
 	EXPECT_EQ(MD_ALIGN_NPU, md_device_align(dev));
 	md_device_close(dev);
@@ -142,7 +117,7 @@ TEST(kmod_needs_the_node)
 
 TEST(alloc_write_free)
 {
-	struct md_device *dev = host(0);
+	struct md_device *dev = host_dev(0);
 	uint64_t page = sysconf(_SC_PAGESIZE);
 	struct md_region r;
 	unsigned char *p;
@@ -173,7 +148,7 @@ TEST(alloc_write_free)
 
 TEST(size_rounded_to_pages)
 {
-	struct md_device *dev = host(0);
+	struct md_device *dev = host_dev(0);
 	uint64_t page = sysconf(_SC_PAGESIZE);
 	static const struct {
 		uint64_t ask, want;	/* in bytes; want in pages */
@@ -201,7 +176,7 @@ TEST(alignment_honoured)
 	static const uint64_t aligns[] = {
 		1, 64, 4096, 8192, 64 * 1024, SZ_1M, 2 * SZ_1M, 16 * SZ_1M,
 	};
-	struct md_device *dev = host(MD_ALIGN_GPU);
+	struct md_device *dev = host_dev(MD_ALIGN_GPU);
 	struct md_region r[8];
 	int round;
 	size_t i;
@@ -232,7 +207,7 @@ TEST(alignment_honoured)
 /* The slack mapped to reach an alignment is given back, not leaked. */
 TEST(alignment_slack_returned)
 {
-	struct md_device *dev = host(0);
+	struct md_device *dev = host_dev(0);
 	uint64_t before, after;
 	struct md_region r;
 	int i;
@@ -240,7 +215,7 @@ TEST(alignment_slack_returned)
 	ASSERT_NE(NULL, dev);
 	ASSERT_EQ(0, md_region_alloc(dev, 4096, 16 * SZ_1M, &r));
 	ASSERT_EQ(0, md_region_free(dev, &r));
-	before = vm_size();
+	before = vm_bytes();
 	ASSERT_LT(0, before);
 	/*
 	 * Each region maps 16 MiB + 4 KiB to find an aligned page: kept, the
@@ -248,17 +223,17 @@ TEST(alignment_slack_returned)
 	 */
 	for (i = 0; i < 64; i++) {
 		ASSERT_EQ(0, md_region_alloc(dev, 4096, 16 * SZ_1M, &r));
-		ASSERT_GT(before + SZ_1M, vm_size());
+		ASSERT_GT(before + SZ_1M, vm_bytes());
 		ASSERT_EQ(0, md_region_free(dev, &r));
 	}
-	after = vm_size();
+	after = vm_bytes();
 	EXPECT_GT(before + SZ_1M, after);
 	md_device_close(dev);
 }
 
 TEST(bad_arguments)
 {
-	struct md_device *dev = host(0);
+	struct md_device *dev = host_dev(0);
 	struct md_region r = { .size = 77 };
 
 	ASSERT_NE(NULL, dev);
@@ -279,7 +254,7 @@ TEST(bad_arguments)
 
 TEST(double_and_forged_free)
 {
-	struct md_device *dev = host(0), *other = host(0);
+	struct md_device *dev = host_dev(0), *other = host_dev(0);
 	struct md_region r, f;
 	struct md_device_stats st;
 
@@ -334,7 +309,7 @@ static void fill(unsigned char *p, uint64_t n, unsigned int seed)
 
 TEST(device_copy)
 {
-	struct md_device *dev = host(0), *other = host(0);
+	struct md_device *dev = host_dev(0), *other = host_dev(0);
 	struct md_region a, b, o;
 	unsigned char *pa, *pb, before[3 * 4096];
 	uint64_t i;
@@ -385,7 +360,7 @@ TEST(device_copy)
 
 TEST(stats_arithmetic)
 {
-	struct md_device *dev = host(0);
+	struct md_device *dev = host_dev(0);
 	struct md_device_stats st;
 	struct md_region r[5];
 	uint64_t sizes[5] = { 1, 4096, 10000, SZ_1M, 3 };
@@ -435,13 +410,13 @@ TEST(stats_arithmetic)
 
 TEST(close_frees_live_regions)
 {
-	struct md_device *dev = host(0);
+	struct md_device *dev = host_dev(0);
 	struct md_region r[16];
 	uint64_t before;
 	int i;
 
 	ASSERT_NE(NULL, dev);
-	before = vm_size();
+	before = vm_bytes();
 	for (i = 0; i < 16; i++) {
 		ASSERT_EQ(0, md_region_alloc(dev, (i + 1) * 65536,
 					     i % 2 ? SZ_1M : 0, &r[i]));
@@ -452,7 +427,7 @@ TEST(close_frees_live_regions)
 	for (i = 0; i < 16; i++)
 		EXPECT_FALSE(mapped(r[i].cpu, r[i].size)) TH_LOG("region %d", i);
 	/* 8.5 MiB of regions and up to 8 MiB of slack: all gone. */
-	EXPECT_GT(before + SZ_1M, vm_size());
+	EXPECT_GT(before + SZ_1M, vm_bytes());
 }
 
 /* Threads allocating and freeing on one device: the counters add up. */
@@ -486,7 +461,7 @@ static void *churn_thread(void *p)
 
 TEST(threads)
 {
-	struct md_device *dev = host(0);
+	struct md_device *dev = host_dev(0);
 	struct churn c[4];
 	pthread_t th[4];
 	struct md_device_stats st;

@@ -46,16 +46,6 @@ static uint64_t rup(uint64_t v, uint64_t a)
 	return (v + a - 1) / a * a;
 }
 
-static struct md_device *host_device(uint64_t align)
-{
-	struct md_device_config cfg = { .backend = "host", .align = align };
-	struct md_device *dev = NULL;
-
-	if (md_device_open(&cfg, &dev))
-		return NULL;
-	return dev;
-}
-
 /* ------------------------------------------- the test's own tree checker */
 
 struct tree {
@@ -211,7 +201,7 @@ struct pool_env {
 static int env_open(struct pool_env *e, uint64_t dev_align,
 		    const struct md_dynpool_config *cfg)
 {
-	e->dev = host_device(dev_align);
+	e->dev = host_dev(dev_align);
 	if (!e->dev)
 		return -ENODEV;
 	e->page = md_device_page_size(e->dev);
@@ -238,7 +228,7 @@ static struct md_dynpool_stats stats(struct md_dynpool *pool)
 TEST(bad_arguments)
 {
 	struct md_dynpool_config cfg = { 0 };
-	struct md_device *dev = host_device(MD_ALIGN_NPU);
+	struct md_device *dev = host_dev(MD_ALIGN_NPU);
 	struct md_dynpool *pool = (void *)1;
 	struct md_dynblock b;
 

@@ -27,24 +27,6 @@
 #define KiB (1ull << 10)
 #define MiB (1ull << 20)
 
-static struct md_device *host_dev(uint64_t align)
-{
-	struct md_device_config cfg = { .backend = "host", .align = align };
-	struct md_device *dev = NULL;
-
-	if (md_device_open(&cfg, &dev))
-		return NULL;
-	return dev;
-}
-
-static uint64_t dev_bytes(struct md_device *dev)
-{
-	struct md_device_stats st;
-
-	md_device_stats(dev, &st);
-	return st.bytes_current;
-}
-
 static int cmp_va(const void *a, const void *b)
 {
 	const struct md_buf *x = a, *y = b;

@@ -19,6 +19,7 @@
 #include <metadef/device.h>
 #include <metadef/pool.h>
 
+#include "test_util.h"
 #include "kselftest_harness.h"
 
 #define KiB (1ull << 10)
@@ -35,32 +36,6 @@
 #else
 #define TSAN_SLOWER 1
 #endif
-
-static struct md_device *host_dev(uint64_t align)
-{
-	struct md_device_config cfg = { .backend = "host", .align = align };
-	struct md_device *dev = NULL;
-
-	if (md_device_open(&cfg, &dev))
-		return NULL;
-	return dev;
-}
-
-static uint64_t dev_bytes(struct md_device *dev)
-{
-	struct md_device_stats st;
-
-	md_device_stats(dev, &st);
-	return st.bytes_current;
-}
-
-static uint64_t xs(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
 
 /* ------------------------------------------------------------ churn */
 
@@ -94,10 +69,10 @@ static void *churn_fn(void *arg)
 	int n = 0, i;
 
 	for (i = 0; i < c->ops; i++) {
-		uint64_t r = xs(&seed);
+		uint64_t r = xorshift64(&seed);
 
 		if (n == 64 || (n && r % 2)) {
-			int k = (int)(xs(&seed) % n);
+			int k = (int)(xorshift64(&seed) % n);
 
 			if (!stamped(&live[k], tags[k]))
 				c->stomped++;
@@ -233,7 +208,7 @@ static void *producer(void *arg)
 	for (i = 0; i < h->n; i++) {
 		struct md_buf b;
 
-		if (md_alloc(h->pool, 1 + xs(&seed) % (200 * KiB), &b)) {
+		if (md_alloc(h->pool, 1 + xorshift64(&seed) % (200 * KiB), &b)) {
 			h->errors++;
 			continue;
 		}
@@ -349,7 +324,7 @@ static void *pass_on_give(void *arg)
 
 		if (t - atomic_load(&p->head) >= 64)
 			continue;
-		if (md_alloc(p->pool, 1 + xs(&seed) % (64 * KiB), &b)) {
+		if (md_alloc(p->pool, 1 + xorshift64(&seed) % (64 * KiB), &b)) {
 			atomic_fetch_add(&p->errors, 1);
 			continue;
 		}
@@ -663,10 +638,10 @@ static void *worker_fn(void *arg)
 	int n = 0;
 
 	while (!atomic_load(w->stop)) {
-		if (n == 16 || (n && xs(&seed) % 2)) {
+		if (n == 16 || (n && xorshift64(&seed) % 2)) {
 			if (md_free(w->pool, &b[--n]))
 				w->errors++;
-		} else if (!md_alloc(w->pool, 1 + xs(&seed) % (3 * MiB), &b[n])) {
+		} else if (!md_alloc(w->pool, 1 + xorshift64(&seed) % (3 * MiB), &b[n])) {
 			n++;
 			w->allocs++;
 		} else {

@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <metadef/device.h>
 #include <metadef/plan.h>
 
 /*
@@ -33,6 +34,26 @@ static inline void example12(struct md_problem *p)
 	md_problem_add(p, "b3", 0, 9, 4, 0);
 	md_problem_add(p, "b4", 9, 21, 4, 0);
 	md_problem_add(p, "b5", 0, 21, 4, 0);
+}
+
+/* A device on the host backend with block alignment @align, or NULL. */
+static inline struct md_device *host_dev(uint64_t align)
+{
+	struct md_device_config cfg = { .backend = "host", .align = align };
+	struct md_device *dev = NULL;
+
+	if (md_device_open(&cfg, &dev))
+		return NULL;
+	return dev;
+}
+
+/* Bytes of @dev's live regions. */
+static inline uint64_t dev_bytes(struct md_device *dev)
+{
+	struct md_device_stats st;
+
+	md_device_stats(dev, &st);
+	return st.bytes_current;
 }
 
 /* Bytes of address space this process maps now. */
