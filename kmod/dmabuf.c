@@ -223,32 +223,37 @@ static void md_dmabuf_unmap(struct dma_buf_attachment *attach,
 	kfree(sgt);
 }
 
-/* CPU access brackets: make the importers' DMA and the CPU's view agree. */
-static int md_dmabuf_begin_cpu(struct dma_buf *dmabuf,
-			       enum dma_data_direction dir)
+/*
+ * CPU access brackets: make the importers' DMA and the CPU's view agree.
+ * A PCI BAR mapped with dma_map_resource() has nothing to sync.
+ */
+static void md_dmabuf_sync(struct md_dmabuf *p, bool for_cpu)
 {
-	struct md_dmabuf *p = dmabuf->priv;
 	struct md_dmabuf_attachment *a;
 
 	mutex_lock(&p->lock);
-	list_for_each_entry(a, &p->attachments, link)
-		if (a->sgt && !a->resource)
+	list_for_each_entry(a, &p->attachments, link) {
+		if (!a->sgt || a->resource)
+			continue;
+		if (for_cpu)
 			dma_sync_sgtable_for_cpu(a->dev, a->sgt, a->dir);
+		else
+			dma_sync_sgtable_for_device(a->dev, a->sgt, a->dir);
+	}
 	mutex_unlock(&p->lock);
+}
+
+static int md_dmabuf_begin_cpu(struct dma_buf *dmabuf,
+			       enum dma_data_direction dir)
+{
+	md_dmabuf_sync(dmabuf->priv, true);
 	return 0;
 }
 
 static int md_dmabuf_end_cpu(struct dma_buf *dmabuf,
 			     enum dma_data_direction dir)
 {
-	struct md_dmabuf *p = dmabuf->priv;
-	struct md_dmabuf_attachment *a;
-
-	mutex_lock(&p->lock);
-	list_for_each_entry(a, &p->attachments, link)
-		if (a->sgt && !a->resource)
-			dma_sync_sgtable_for_device(a->dev, a->sgt, a->dir);
-	mutex_unlock(&p->lock);
+	md_dmabuf_sync(dmabuf->priv, false);
 	return 0;
 }
 
