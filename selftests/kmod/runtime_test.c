@@ -22,7 +22,9 @@
 #include <metadef/metadef.h>
 #include <metadef/plan.h>
 
+#include "../lib/test_util.h"
 #include "kselftest_harness.h"
+#include "../lib/arena_run.h"
 #include "md_ioctl.h"
 
 #define SZ_1M (1024 * 1024ULL)
@@ -238,10 +240,7 @@ static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
 
 static uint64_t rnd(void)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
+	return xorshift64(&rng_state);
 }
 
 static void random_problem(struct md_problem *p, size_t n, uint64_t maxsize)
@@ -258,63 +257,6 @@ static void random_problem(struct md_problem *p, size_t n, uint64_t maxsize)
 		md_problem_add(p, name, lo, lo + life, 1 + rnd() % maxsize,
 			       aligns[rnd() % 4]);
 	}
-}
-
-static unsigned char pattern(size_t buf, uint64_t byte, unsigned int salt)
-{
-	uint64_t x = (buf + 1) * 0x9e3779b97f4a7c15ULL ^ byte * 0xff51afd7ULL ^
-		     salt;
-
-	return (unsigned char)(x ^ x >> 29 ^ x >> 47);
-}
-
-/*
- * Run a bound plan: at each step write the tensors born then, then check
- * every tensor alive. Returns how many tensors reached their last step
- * intact, -1 on the first damaged one.
- */
-static long run_plan(struct __test_metadata *_metadata,
-		     const struct md_problem *p, struct md_arena_plan *m,
-		     unsigned int salt)
-{
-	uint64_t t, t_end = 0, k;
-	long finished = 0;
-	size_t i;
-
-	for (i = 0; i < p->n; i++)
-		if (p->bufs[i].upper > t_end)
-			t_end = p->bufs[i].upper;
-	for (t = 0; t < t_end; t++) {
-		for (i = 0; i < p->n; i++) {
-			struct md_tensor x;
-			unsigned char *c;
-
-			if (p->bufs[i].lower != t || md_arena_tensor(m, i, &x))
-				continue;
-			for (c = x.cpu, k = 0; k < x.size; k++)
-				c[k] = pattern(i, k, salt);
-		}
-		for (i = 0; i < p->n; i++) {
-			struct md_tensor x;
-			unsigned char *c;
-
-			if (p->bufs[i].lower > t || p->bufs[i].upper <= t)
-				continue;
-			if (md_arena_tensor(m, i, &x))
-				return -1;
-			for (c = x.cpu, k = 0; k < x.size; k++) {
-				if (c[k] != pattern(i, k, salt)) {
-					TH_LOG("t=%llu: %s byte %llu overwritten",
-					       (unsigned long long)t, x.id,
-					       (unsigned long long)k);
-					return -1;
-				}
-			}
-			if (p->bufs[i].upper == t + 1)
-				finished++;
-		}
-	}
-	return finished;
 }
 
 TEST_F(rt, arena_runs_a_plan)

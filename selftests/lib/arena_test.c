@@ -19,94 +19,13 @@
 
 #include "test_util.h"
 #include "kselftest_harness.h"
+#include "arena_run.h"
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dULL;
 
 static uint64_t rnd(void)
 {
 	return xorshift64(&rng_state);
-}
-
-static unsigned char pattern(size_t buf, uint64_t byte, unsigned int salt)
-{
-	uint64_t x = (buf + 1) * 0x9e3779b97f4a7c15ULL ^ byte * 0xff51afd7ULL ^
-		     salt;
-
-	return (unsigned char)(x ^ x >> 29 ^ x >> 47);
-}
-
-static void fill(const struct md_tensor *t, unsigned int salt)
-{
-	unsigned char *p = t->cpu;
-	uint64_t i;
-
-	for (i = 0; i < t->size; i++)
-		p[i] = pattern(t->index, i, salt);
-}
-
-/* The first byte of @t that is not its pattern, or -1. */
-static int64_t check(const struct md_tensor *t, unsigned int salt)
-{
-	const unsigned char *p = t->cpu;
-	uint64_t i;
-
-	for (i = 0; i < t->size; i++)
-		if (p[i] != pattern(t->index, i, salt))
-			return (int64_t)i;
-	return -1;
-}
-
-/*
- * Run the plan bound as @m: at every time step write the tensors that
- * start then, and check every tensor alive (including those just
- * written, after all of the step's writes). Returns the number of
- * tensors checked at their last step, or -1 with the culprit logged.
- */
-static long run_plan(struct __test_metadata *_metadata,
-		     const struct md_problem *p, struct md_arena_plan *m,
-		     unsigned int salt)
-{
-	uint64_t t, t_end = 0;
-	long finished = 0;
-	size_t i;
-
-	for (i = 0; i < p->n; i++)
-		if (p->bufs[i].upper > t_end)
-			t_end = p->bufs[i].upper;
-	for (t = 0; t < t_end; t++) {
-		for (i = 0; i < p->n; i++) {
-			struct md_tensor x;
-
-			if (p->bufs[i].lower != t)
-				continue;
-			if (md_arena_tensor(m, i, &x))
-				return -1;
-			fill(&x, salt);
-		}
-		for (i = 0; i < p->n; i++) {
-			struct md_tensor x;
-			int64_t bad;
-
-			if (p->bufs[i].lower > t || p->bufs[i].upper <= t)
-				continue;
-			if (md_arena_tensor(m, i, &x))
-				return -1;
-			bad = check(&x, salt);
-			if (bad >= 0) {
-				TH_LOG("t=%llu: buffer %zu [%llu, %llu) at %llu+%llu: byte %lld overwritten",
-				       (unsigned long long)t, i,
-				       (unsigned long long)p->bufs[i].lower,
-				       (unsigned long long)p->bufs[i].upper,
-				       (unsigned long long)x.offset,
-				       (unsigned long long)x.size,
-				       (long long)bad);
-				return -1;
-			}
-			if (p->bufs[i].upper == t + 1)
-				finished++;
-		}
-	}
-	return finished;
 }
 
 static void random_problem(struct md_problem *p, size_t n, int ids)
