@@ -1236,9 +1236,7 @@ static void *work(void *arg)
 	int n = 0, op;
 
 	for (op = 0; op < w->ops; op++) {
-		s ^= s << 13;
-		s ^= s >> 7;
-		s ^= s << 17;
+		xorshift64(&s);
 		if (!n || (n < 64 && s % 2)) {
 			struct live_ref *l = &mine[n];
 

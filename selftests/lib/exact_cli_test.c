@@ -18,6 +18,7 @@
 
 #include <metadef/plan.h>
 
+#include "test_util.h"
 #include "kselftest_harness.h"
 
 static char bin[PATH_MAX];
@@ -59,7 +60,7 @@ static int run(const char *args, char *out, size_t len)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static const char example12[] =
+static const char example12_csv[] =
 	"id,lower,upper,size\n"
 	"b1,0,3,4\nb2,3,9,4\nb3,0,9,4\nb4,9,21,4\nb5,0,21,4\n";
 
@@ -85,7 +86,7 @@ FIXTURE_SETUP(cli)
 	snprintf(self->hard, sizeof(self->hard), "%s/hard.csv", self->dir);
 	f = fopen(self->in, "w");
 	ASSERT_NE(NULL, f);
-	fputs(example12, f);
+	fputs(example12_csv, f);
 	fclose(f);
 	/* dense random: the search runs until stopped */
 	f = fopen(self->hard, "w");
@@ -94,12 +95,9 @@ FIXTURE_SETUP(cli)
 	for (i = 0; i < 400; i++) {
 		uint64_t lo, life, size;
 
-		s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-		lo = s % 300;
-		s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-		life = 1 + s % 60;
-		s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-		size = 1 + s % 1000;
+		lo = xorshift64(&s) % 300;
+		life = 1 + xorshift64(&s) % 60;
+		size = 1 + xorshift64(&s) % 1000;
 		fprintf(f, "b%d,%llu,%llu,%llu\n", i, (unsigned long long)lo,
 			(unsigned long long)(lo + life),
 			(unsigned long long)size);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "pool_internal.h"
+#include "test_util.h"
 #include "kselftest_harness.h"
 
 struct live {
@@ -22,10 +23,7 @@ static uint64_t rng = 0x2545f4914f6cdd1dull;
 
 static uint64_t rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return xorshift64(&rng);
 }
 
 static unsigned int clog2(uint64_t n)

@@ -219,9 +219,7 @@ TEST(alignment_and_disjoint)
 		for (i = 0; i < N; i++) {
 			uint64_t size;
 
-			seed ^= seed << 13;
-			seed ^= seed >> 7;
-			seed ^= seed << 17;
+			xorshift64(&seed);
 			if (i % 100 == 99)
 				size = 16 * MiB + 1 + seed % (4 * MiB);
 			else if (i % 10 == 9)
