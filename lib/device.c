@@ -278,30 +278,28 @@ MD_API int md_region_free(struct md_device *dev, struct md_region *region)
 	return 0;
 }
 
-/* Is [va, va + size) inside one live region? Called with the lock held. */
+/*
+ * Are [va[k], va[k] + size) each inside one live region? One walk of the
+ * tree answers for both ranges of a copy; called with the lock held.
+ */
 struct cover {
-	uint64_t va, size;
-	bool found;
+	uint64_t va[2], size;
+	bool found[2];
 };
 
 static void cover_visit(const void *node, VISIT which, void *arg)
 {
 	const struct live *l = *(const struct live *const *)node;
 	struct cover *c = arg;
+	int k;
 
 	if (which != postorder && which != leaf)
 		return;
-	if (c->va >= l->r.dev_va && c->va - l->r.dev_va < l->r.size &&
-	    c->size <= l->r.size - (c->va - l->r.dev_va))
-		c->found = true;
-}
-
-static bool host_covered(struct md_device *dev, uint64_t va, uint64_t size)
-{
-	struct cover c = { .va = va, .size = size };
-
-	twalk_r(dev->live, cover_visit, &c);
-	return c.found;
+	for (k = 0; k < 2; k++)
+		if (c->va[k] >= l->r.dev_va &&
+		    c->va[k] - l->r.dev_va < l->r.size &&
+		    c->size <= l->r.size - (c->va[k] - l->r.dev_va))
+			c->found[k] = true;
 }
 
 MD_API int md_device_copy(struct md_device *dev, uint64_t dst_va,
@@ -312,7 +310,7 @@ MD_API int md_device_copy(struct md_device *dev, uint64_t dst_va,
 		.dst_va = dst_va,
 		.size = size,
 	};
-	bool ok;
+	struct cover cv = { .va = { src_va, dst_va }, .size = size };
 
 	if (!size || src_va + size < src_va || dst_va + size < dst_va)
 		return -EINVAL;
@@ -323,9 +321,9 @@ MD_API int md_device_copy(struct md_device *dev, uint64_t dst_va,
 	 * not free them meanwhile, as with any DMA it starts.
 	 */
 	pthread_mutex_lock(&dev->lock);
-	ok = host_covered(dev, src_va, size) && host_covered(dev, dst_va, size);
+	twalk_r(dev->live, cover_visit, &cv);
 	pthread_mutex_unlock(&dev->lock);
-	if (!ok)
+	if (!cv.found[0] || !cv.found[1])
 		return -EFAULT;
 	memmove((void *)(uintptr_t)dst_va, (const void *)(uintptr_t)src_va,
 		size);
