@@ -17,7 +17,7 @@ static int domains_show(struct seq_file *m, void *unused)
 	struct md_domain *dom;
 	unsigned long id;
 
-	seq_puts(m, "id\tpid\tuid\tcomm\tcolor\tquota\tused\tregions\timports\tfaults\n");
+	seq_puts(m, "id\tpid\tuid\tcomm\tcolor\tquota\tused\tregions\timports\tfaults\tgrants\n");
 	xa_lock(&mdev->domains);
 	xa_for_each(&mdev->domains, id, dom) {
 		u64 quota = READ_ONCE(dom->quota);
@@ -29,11 +29,12 @@ static int domains_show(struct seq_file *m, void *unused)
 			seq_puts(m, "unlimited");
 		else
 			seq_printf(m, "%llu", quota);
-		seq_printf(m, "\t%lld\t%d\t%d\t%d\n",
+		seq_printf(m, "\t%lld\t%d\t%d\t%d\t%u\n",
 			   (s64)atomic64_read(&dom->used),
 			   atomic_read(&dom->nr_regions),
 			   atomic_read(&dom->nr_imports),
-			   atomic_read(&dom->nr_faults));
+			   atomic_read(&dom->nr_faults),
+			   READ_ONCE(dom->nr_grants));
 	}
 	xa_unlock(&mdev->domains);
 	return 0;
@@ -43,13 +44,42 @@ DEFINE_SHOW_ATTRIBUTE(domains);
 static int info_show(struct seq_file *m, void *unused)
 {
 	struct md_device *mdev = m->private;
+	struct md_pool *pool = md_pool_current(mdev);
+	u64 quota = READ_ONCE(mdev->default_quota);
 
 	seq_printf(m, "abi_version\t%u\n", METADEF_ABI_VERSION);
 	seq_printf(m, "page_size\t%lu\n", PAGE_SIZE);
 	seq_printf(m, "pool_size_param\t%llu\n", mdev->pool_size);
+	if (quota == METADEF_QUOTA_UNLIMITED)
+		seq_puts(m, "default_quota\tunlimited\n");
+	else
+		seq_printf(m, "default_quota\t%llu\n", quota);
+	seq_printf(m, "max_user_domains\t%u\n",
+		   READ_ONCE(mdev->max_user_domains));
+	/* The per-user byte limit as it applies to the current pool. */
+	if (pool) {
+		u64 limit = md_user_byte_limit(mdev, pool->buddy.size);
+
+		if (limit == U64_MAX)
+			seq_puts(m, "max_user_bytes\tunlimited\n");
+		else
+			seq_printf(m, "max_user_bytes\t%llu\n", limit);
+		md_pool_put(pool);
+	}
+	seq_printf(m, "max_user_grants\t%u\n", READ_ONCE(mdev->max_user_grants));
+	seq_printf(m, "max_domain_grants\t%u\n",
+		   READ_ONCE(mdev->max_domain_grants));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(info);
+
+/* What each user holds over all of its domains (user.c). */
+static int users_show(struct seq_file *m, void *unused)
+{
+	md_users_show(m->private, m);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(users);
 
 static int pool_show(struct seq_file *m, void *unused)
 {
@@ -174,6 +204,7 @@ void md_debugfs_init(struct md_device *mdev)
 	debugfs_create_file("regions", 0400, mdev->debugfs, mdev,
 			    &regions_fops);
 	debugfs_create_file("faults", 0400, mdev->debugfs, mdev, &faults_fops);
+	debugfs_create_file("users", 0400, mdev->debugfs, mdev, &users_fops);
 	mdev->mmu_debugfs = debugfs_create_dir("mmu", mdev->debugfs);
 }
 

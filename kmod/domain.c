@@ -7,7 +7,9 @@
  * Quota: every region is charged its allocated size when it is created
  * and uncharged when its memory goes back to the pool (not when the
  * handle is freed: a mapped region still holds memory). A charge that
- * would exceed the quota fails with -EDQUOT before anything is allocated.
+ * would exceed the domain's quota, or its user's limit over all of the
+ * user's domains (user.c), fails with -EDQUOT before anything is
+ * allocated.
  */
 #include <linux/capability.h>
 #include <linux/cred.h>
@@ -16,48 +18,6 @@
 
 #include "metadef.h"
 #include "pool.h"
-
-/*
- * Domains per user: every domain holds a color, and colors are few (65535).
- * Without CAP_SYS_ADMIN a user may hold at most max_user_domains of them
- * (like inotify's max_user_instances); -EMFILE beyond.
- */
-static int user_domains_get(struct md_device *mdev, kuid_t uid)
-{
-	unsigned long key = __kuid_val(uid);
-	unsigned int max = READ_ONCE(mdev->max_user_domains);
-	unsigned long n;
-	void *old;
-	int ret = 0;
-
-	xa_lock(&mdev->user_domains);
-	n = xa_to_value(xa_load(&mdev->user_domains, key) ?: xa_mk_value(0));
-	if (max && n >= max && !capable(CAP_SYS_ADMIN)) {
-		ret = -EMFILE;
-	} else {
-		old = __xa_store(&mdev->user_domains, key, xa_mk_value(n + 1),
-				 GFP_KERNEL);
-		if (xa_is_err(old))
-			ret = xa_err(old);
-	}
-	xa_unlock(&mdev->user_domains);
-	return ret;
-}
-
-static void user_domains_put(struct md_device *mdev, kuid_t uid)
-{
-	unsigned long key = __kuid_val(uid);
-	unsigned long n;
-
-	xa_lock(&mdev->user_domains);
-	n = xa_to_value(xa_load(&mdev->user_domains, key) ?: xa_mk_value(0));
-	if (WARN_ON(!n) || n == 1)
-		__xa_erase(&mdev->user_domains, key);
-	else	/* replaces an entry: never allocates */
-		__xa_store(&mdev->user_domains, key, xa_mk_value(n - 1),
-			   GFP_ATOMIC);
-	xa_unlock(&mdev->user_domains);
-}
 
 struct md_domain *md_domain_create(struct md_device *mdev)
 {
@@ -77,11 +37,16 @@ struct md_domain *md_domain_create(struct md_device *mdev)
 	xa_init_flags(&dom->handles, XA_FLAGS_ALLOC1);
 	atomic_set(&dom->nr_faults, 0);
 	atomic_set(&dom->nr_imports, 0);
+	INIT_LIST_HEAD(&dom->grants_out);
+	INIT_LIST_HEAD(&dom->grants_in);
 	dom->uid = current_uid();
+	dom->privileged = capable(CAP_SYS_ADMIN);
 
-	ret = user_domains_get(mdev, dom->uid);
-	if (ret)
+	dom->user = md_user_get(mdev, dom->uid, dom->privileged);
+	if (IS_ERR(dom->user)) {
+		ret = PTR_ERR(dom->user);
 		goto err_free;
+	}
 	ret = ida_alloc_range(&mdev->colors, 1, U16_MAX, GFP_KERNEL);
 	if (ret < 0)
 		goto err_user;
@@ -102,7 +67,7 @@ err_mmu:
 err_color:
 	ida_free(&mdev->colors, dom->color);
 err_user:
-	user_domains_put(mdev, dom->uid);
+	md_user_put(mdev, dom->user);
 err_free:
 	kfree(dom);
 	return ERR_PTR(ret);
@@ -117,13 +82,26 @@ static void md_domain_release(struct kref *ref)
 	md_pool_put(dom->pool);
 	md_mmu_fini(&dom->mmu);
 	ida_free(&dom->dev->colors, dom->color);
-	user_domains_put(dom->dev, dom->uid);
+	md_user_put(dom->dev, dom->user);
 	kfree(dom);
 }
 
 void md_domain_put(struct md_domain *dom)
 {
 	kref_put(&dom->ref, md_domain_release);
+}
+
+/* The open domain @id with a reference (md_domain_put it), or NULL. */
+struct md_domain *md_domain_get_by_id(struct md_device *mdev, u32 id)
+{
+	struct md_domain *dom;
+
+	xa_lock(&mdev->domains);
+	dom = xa_load(&mdev->domains, id);
+	if (dom && !kref_get_unless_zero(&dom->ref))
+		dom = NULL;
+	xa_unlock(&mdev->domains);
+	return dom;
 }
 
 /* The file is closing: the id disappears, the handles are dropped. */
@@ -151,22 +129,55 @@ int md_domain_bind_pool(struct md_domain *dom, struct md_pool *pool)
 	return READ_ONCE(dom->pool) == pool ? 0 : -ENODEV;
 }
 
-int md_domain_charge(struct md_domain *dom, u64 bytes)
+/* Add @bytes to @counter unless it would pass @limit. */
+static bool charge_within(atomic64_t *counter, u64 bytes, u64 limit)
 {
-	s64 old = atomic64_read(&dom->used);
+	s64 old = atomic64_read(counter);
 	u64 new;
 
 	do {
 		new = (u64)old + bytes;
-		if (new < bytes || new > READ_ONCE(dom->quota))
-			return -EDQUOT;
-	} while (!atomic64_try_cmpxchg(&dom->used, &old, new));
+		if (new < bytes || new > limit)
+			return false;
+	} while (!atomic64_try_cmpxchg(counter, &old, new));
+	return true;
+}
+
+/**
+ * md_domain_charge() - charge @bytes to @dom and to its user
+ * @dom: the domain allocating
+ * @bytes: what it asks for, whole pages
+ * @pool_size: the size of the pool it allocates from
+ *
+ * Nothing larger than the pool is ever charged, so no counter can come
+ * near overflowing, whatever the caller asked for.
+ *
+ * Return: 0; -ENOMEM for more than the pool holds; -EDQUOT over the
+ * domain's quota or (unprivileged domains) the user's limit. Nothing is
+ * charged on error.
+ */
+int md_domain_charge(struct md_domain *dom, u64 bytes, u64 pool_size)
+{
+	struct md_device *mdev = dom->dev;
+	u64 user_limit = U64_MAX;
+
+	if (bytes > pool_size)
+		return -ENOMEM;
+	if (!charge_within(&dom->used, bytes, READ_ONCE(dom->quota)))
+		return -EDQUOT;
+	if (!dom->privileged)
+		user_limit = md_user_byte_limit(mdev, pool_size);
+	if (!charge_within(&dom->user->bytes, bytes, user_limit)) {
+		atomic64_sub(bytes, &dom->used);
+		return -EDQUOT;
+	}
 	return 0;
 }
 
 void md_domain_uncharge(struct md_domain *dom, u64 bytes)
 {
-	WARN_ON(atomic64_sub_return(bytes, &dom->used) < 0);
+	atomic64_sub(bytes, &dom->user->bytes);
+	atomic64_sub(bytes, &dom->used);
 }
 
 /**

@@ -91,16 +91,20 @@ static int md_ioctl_alloc(struct md_domain *dom, void *data,
 	arg->mmap_offset = 0;
 	arg->alloc_size = 0;
 	arg->dev_va = 0;
-	return md_region_create(dom, arg);
+	return md_region_create(dom, arg, priv);
 }
 
 /* The caller never learnt the handle: the region must not stay behind. */
 static void md_ioctl_alloc_undo(struct md_domain *dom, void *data,
 				void *priv)
 {
-	struct metadef_alloc *arg = data;
+	md_region_create_undo(dom, data, priv);
+}
 
-	WARN_ON(md_region_free_handle(dom, arg->handle));
+static void md_ioctl_alloc_commit(struct md_domain *dom, void *data,
+				  void *priv)
+{
+	md_region_create_commit(dom, data, priv);
 }
 
 static int md_ioctl_free(struct md_domain *dom, void *data,
@@ -155,16 +159,20 @@ static int md_ioctl_import(struct md_domain *dom, void *data,
 	arg->dev_va = 0;
 	arg->mmap_offset = 0;
 	arg->size = 0;
-	return md_import(dom, arg);
+	return md_import(dom, arg, priv);
 }
 
-/* The importer never learnt its handle: drop the import again. */
+/* The importer never learnt its handle: the grant is pending again. */
 static void md_ioctl_import_undo(struct md_domain *dom, void *data,
 				 void *priv)
 {
-	struct metadef_import *arg = data;
+	md_import_undo(dom, data, priv);
+}
 
-	WARN_ON(md_region_free_handle(dom, arg->handle));
+static void md_ioctl_import_commit(struct md_domain *dom, void *data,
+				   void *priv)
+{
+	md_import_commit(dom, data, priv);
 }
 
 static int md_ioctl_revoke(struct md_domain *dom, void *data,
@@ -212,6 +220,7 @@ static const struct md_ioctl_desc md_ioctls[] = {
 		.min_size = sizeof(struct metadef_alloc),
 		.handler = md_ioctl_alloc,
 		.undo = md_ioctl_alloc_undo,
+		.commit = md_ioctl_alloc_commit,
 		.write = true,
 	},
 	{
@@ -248,6 +257,7 @@ static const struct md_ioctl_desc md_ioctls[] = {
 		.min_size = sizeof(struct metadef_import),
 		.handler = md_ioctl_import,
 		.undo = md_ioctl_import_undo,
+		.commit = md_ioctl_import_commit,
 		.write = true,
 	},
 	{

@@ -29,10 +29,14 @@ static struct md_device md_dev = {
 	.default_quota = METADEF_QUOTA_UNLIMITED,
 	.colors = IDA_INIT(md_dev.colors),
 	.share_lock = __MUTEX_INITIALIZER(md_dev.share_lock),
-	.grants = LIST_HEAD_INIT(md_dev.grants),
+	.grants = RB_ROOT,
 	.fault_lock = __SPIN_LOCK_UNLOCKED(md_dev.fault_lock),
-	.user_domains = XARRAY_INIT(md_dev.user_domains, 0),
+	.users_lock = __MUTEX_INITIALIZER(md_dev.users_lock),
+	.users = XARRAY_INIT(md_dev.users, 0),
 	.max_user_domains = 1024,
+	.max_user_pct = 50,
+	.max_user_grants = 4096,
+	.max_domain_grants = 1024,
 };
 
 static char *backend = "sysram";
@@ -99,6 +103,56 @@ MODULE_PARM_DESC(default_quota, "Bytes a new domain may hold, with K/M/G suffix 
 
 module_param_named(max_user_domains, md_dev.max_user_domains, uint, 0644);
 MODULE_PARM_DESC(max_user_domains, "Domains (open descriptors) a user without CAP_SYS_ADMIN may hold at once (default 1024, 0: no limit)");
+
+/*
+ * Bytes with a K/M/G suffix, or "N%" of the pool; 0: no limit. Both
+ * fields change together under the parameter's lock; readers take either
+ * with READ_ONCE() and at worst see the old or the new limit.
+ */
+static int user_bytes_set(const char *val, const struct kernel_param *kp)
+{
+	bool pct = false;
+	char *end;
+	u64 size;
+
+	size = memparse(val, &end);
+	if (end == val)
+		return -EINVAL;
+	if (*end == '%') {
+		if (!size || size > 100)
+			return -EINVAL;
+		pct = true;
+		end++;
+	}
+	if (*end && *end != '\n')
+		return -EINVAL;
+	WRITE_ONCE(md_dev.max_user_pct, pct ? size : 0);
+	WRITE_ONCE(md_dev.max_user_bytes, pct ? 0 : size);
+	return 0;
+}
+
+static int user_bytes_get(char *buf, const struct kernel_param *kp)
+{
+	unsigned int pct = READ_ONCE(md_dev.max_user_pct);
+
+	if (pct)
+		return sysfs_emit(buf, "%u%%\n", pct);
+	return sysfs_emit(buf, "%llu\n", READ_ONCE(md_dev.max_user_bytes));
+}
+
+static const struct kernel_param_ops user_bytes_ops = {
+	.set = user_bytes_set,
+	.get = user_bytes_get,
+};
+
+module_param_cb(max_user_bytes, &user_bytes_ops, NULL, 0644);
+MODULE_PARM_DESC(max_user_bytes, "Pool bytes a user without CAP_SYS_ADMIN may hold over all of its domains, with K/M/G suffix or as N% of the pool (default 50%, 0: no limit)");
+
+module_param_named(max_user_grants, md_dev.max_user_grants, uint, 0644);
+MODULE_PARM_DESC(max_user_grants, "Pending grants a user without CAP_SYS_ADMIN may have over all of its domains (default 4096, 0: no limit)");
+
+module_param_named(max_domain_grants, md_dev.max_domain_grants, uint, 0644);
+MODULE_PARM_DESC(max_domain_grants, "Pending grants one domain may have (default 1024, 0: no limit)");
 
 static int md_open(struct inode *inode, struct file *file)
 {
@@ -315,7 +369,8 @@ static void __exit md_exit(void)
 	WARN_ON(md_dev.pool);
 	md_inode_exit();
 	xa_destroy(&md_dev.domains);
-	WARN_ON(!xa_empty(&md_dev.user_domains));
+	WARN_ON(!xa_empty(&md_dev.users));
+	WARN_ON(!RB_EMPTY_ROOT(&md_dev.grants));
 	ida_destroy(&md_dev.colors);
 }
 

@@ -8,6 +8,8 @@
 
 #include <linux/kref.h>
 #include <linux/miscdevice.h>
+#include <linux/rbtree.h>
+#include <linux/rwsem.h>
 #include <linux/types.h>
 #include <linux/uidgid.h>
 #include <linux/xarray.h>
@@ -29,6 +31,8 @@
 
 struct dentry;
 struct inode;
+struct md_grant;
+struct seq_file;
 struct md_pool;
 struct platform_device;
 struct vfsmount;
@@ -69,15 +73,26 @@ struct md_fault_entry {
  * @pool_size: bytes of device-visible memory to manage (module parameter)
  * @default_quota: quota of a new domain (module parameter)
  * @colors: color tags in use by open domains
- * @share_lock: guards grants and every region's imports
- * @grants: grants not taken up yet
+ * @share_lock: serialises sharing: grants, imports, revocation, and the
+ *              domains' lists of grants
+ * @grants: grants not taken up yet, by token (an rbtree: O(log n) lookup)
+ * @import_seq: the last import id handed out
  * @fault_lock: guards the fault log
  * @faults: the last MD_FAULT_LOG copy-engine faults, a ring
  * @nr_faults: faults ever recorded (the ring's head)
  * @mmu_debugfs: debugfs "mmu/", one page-table dump per domain
- * @user_domains: open domains per user (uid -> xa_mk_value(count))
+ * @users_lock: guards @users and each user's @domains count
+ * @users: struct md_user by uid, while the user has a domain
  * @max_user_domains: the most a user without CAP_SYS_ADMIN may hold
  *                    (module parameter; 0: no limit)
+ * @max_user_bytes: pool bytes a user without CAP_SYS_ADMIN may hold over
+ *                  all of its domains (module parameter; 0: no limit)
+ * @max_user_pct: the same as a percentage of the pool, when not 0 (the
+ *                parameter was given as "N%"; takes precedence)
+ * @max_user_grants: pending grants a user without CAP_SYS_ADMIN may have
+ *                   (module parameter; 0: no limit)
+ * @max_domain_grants: pending grants one domain may have (module
+ *                     parameter; 0: no limit)
  */
 struct md_device {
 	struct miscdevice misc;
@@ -93,13 +108,34 @@ struct md_device {
 	u64 default_quota;
 	struct ida colors;
 	struct mutex share_lock;
-	struct list_head grants;
+	struct rb_root grants;
+	atomic64_t import_seq;
 	spinlock_t fault_lock;
 	struct md_fault_entry faults[MD_FAULT_LOG];
 	u64 nr_faults;
 	struct dentry *mmu_debugfs;
-	struct xarray user_domains;
+	struct mutex users_lock;
+	struct xarray users;
 	unsigned int max_user_domains;
+	u64 max_user_bytes;
+	unsigned int max_user_pct;
+	unsigned int max_user_grants;
+	unsigned int max_domain_grants;
+};
+
+/**
+ * struct md_user - what one user holds over all of its domains
+ * @uid: the user
+ * @domains: its domains still alive (open, or closed with memory still
+ *           mapped); the entry goes with the last (under users_lock)
+ * @bytes: pool bytes charged to its domains
+ * @grants: pending grants of its domains
+ */
+struct md_user {
+	kuid_t uid;
+	unsigned int domains;
+	atomic64_t bytes;
+	atomic_t grants;
 };
 
 /**
@@ -119,7 +155,15 @@ struct md_device {
  * @mmu: its device page table
  * @nr_faults: copy-engine faults it caused
  * @nr_imports: live imports it holds (not revoked, not dropped)
- * @uid: the user who opened it (counted in mdev->user_domains)
+ * @uid: the user who opened it
+ * @user: that user's accounting (holds a count in it)
+ * @privileged: opened with CAP_SYS_ADMIN: not bound by the per-user limits
+ * @grants_out: its grants not taken up yet (md_grant.owner_link; under
+ *              mdev->share_lock)
+ * @grants_in: grants to it not taken up yet (md_grant.target_link)
+ * @nr_grants: how many @grants_out holds
+ * @share_closed: the file closed: no grant to or from it any more (under
+ *                mdev->share_lock)
  * @mmu_debugfs: its debugfs "mmu/<id>"
  */
 struct md_domain {
@@ -138,6 +182,12 @@ struct md_domain {
 	atomic_t nr_faults;
 	atomic_t nr_imports;
 	kuid_t uid;
+	struct md_user *user;
+	bool privileged;
+	struct list_head grants_out;
+	struct list_head grants_in;
+	unsigned int nr_grants;
+	bool share_closed;
 	struct dentry *mmu_debugfs;
 };
 
@@ -157,7 +207,11 @@ struct md_domain {
  * @pid: thread group that allocated it
  * @vmas: user mappings of it
  * @dmabufs: dma-bufs exported from it that are still alive
- * @imports: other domains' imports of it (under mdev->share_lock)
+ * @imports_lock: guards @imports. CPU faults of importers hold it for
+ *                reading from their access check until the page is in
+ *                place; whoever takes an import away holds it for writing
+ *                and zaps the CPU mappings after: no fault slips between.
+ * @imports: other domains' imports of it
  */
 struct md_region {
 	struct kref ref;
@@ -174,6 +228,7 @@ struct md_region {
 	pid_t pid;
 	atomic_t vmas;
 	atomic_t dmabufs;
+	struct rw_semaphore imports_lock;
 	struct list_head imports;
 };
 
@@ -183,37 +238,63 @@ struct md_region {
  * @r: the region (holds a reference); NULL once revoked
  * @dom: the importer
  * @perm: MD_MMU_READ, maybe MD_MMU_WRITE
+ * @id: unique among all imports ever made: a CPU mapping made through
+ *      this import works only while this very import lives
  * @link: in @r->imports
+ * @grant: until the IMPORT's answer reached the caller, the grant it took
+ *         up (given back if it cannot be told)
  */
 struct md_import {
 	struct md_region *r;
 	struct md_domain *dom;
 	u32 perm;
+	u64 id;
 	struct list_head link;
+	struct md_grant *grant;
 };
 
 #define MD_HANDLE_IMPORT	1	/* xa_pointer_tag() of an import */
 
 /* share.c */
 int md_grant(struct md_domain *dom, struct metadef_grant *arg);
-int md_import(struct md_domain *dom, struct metadef_import *arg);
+int md_import(struct md_domain *dom, struct metadef_import *arg,
+	      void **priv);
+void md_import_commit(struct md_domain *dom, struct metadef_import *arg,
+		      void *priv);
+void md_import_undo(struct md_domain *dom, struct metadef_import *arg,
+		    void *priv);
 int md_revoke(struct md_domain *dom, struct metadef_revoke *arg);
 void md_unimport(struct md_import *imp);
 void md_share_domain_close(struct md_domain *dom);
 bool md_region_may_map(struct md_domain *dom, struct md_region *r,
 		       bool write);
+struct md_import *md_region_import_of(struct md_domain *dom,
+				      struct md_region *r);
+
+/* user.c */
+struct md_user *md_user_get(struct md_device *mdev, kuid_t uid,
+			    bool privileged);
+void md_user_put(struct md_device *mdev, struct md_user *user);
+u64 md_user_byte_limit(struct md_device *mdev, u64 pool_size);
+void md_users_show(struct md_device *mdev, struct seq_file *m);
 
 /* domain.c */
 struct md_domain *md_domain_create(struct md_device *mdev);
 void md_domain_close(struct md_domain *dom);
 void md_domain_put(struct md_domain *dom);
+struct md_domain *md_domain_get_by_id(struct md_device *mdev, u32 id);
 int md_domain_bind_pool(struct md_domain *dom, struct md_pool *pool);
-int md_domain_charge(struct md_domain *dom, u64 bytes);
+int md_domain_charge(struct md_domain *dom, u64 bytes, u64 pool_size);
 void md_domain_uncharge(struct md_domain *dom, u64 bytes);
 int md_domain_set_quota(struct md_domain *dom, u32 id, u64 quota);
 
 /* region.c */
-int md_region_create(struct md_domain *dom, struct metadef_alloc *arg);
+int md_region_create(struct md_domain *dom, struct metadef_alloc *arg,
+		     void **priv);
+void md_region_create_commit(struct md_domain *dom,
+			     struct metadef_alloc *arg, void *priv);
+void md_region_create_undo(struct md_domain *dom, struct metadef_alloc *arg,
+			   void *priv);
 int md_region_free_handle(struct md_domain *dom, u32 handle);
 void md_region_release_domain(struct md_domain *dom);
 struct md_region *md_region_get_owned(struct md_domain *dom, u32 handle,

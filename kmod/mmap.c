@@ -6,14 +6,58 @@
  * while it is mapped. Pages are inserted at fault time, never up front, so
  * a later zap of the device's shared address_space makes the next touch
  * fault again instead of reaching stale memory.
+ *
+ * An importer's mapping is bound to the import it was made through: its
+ * rights (read, or read-write) are that import's, fixed when it was
+ * mapped, and once that import is dropped or revoked the mapping faults
+ * for good, whatever the domain imports later. A later read-only import
+ * can so never be written through a mapping made writable under an
+ * earlier one. Each fault checks the import under the region's
+ * imports_lock and inserts its page before releasing it, so a REVOKE
+ * (which takes the lock to detach, then zaps) never misses a page.
  */
 #include <linux/fs.h>
+#include <linux/lockdep.h>
 #include <linux/mm.h>
+#include <linux/refcount.h>
+#include <linux/slab.h>
 
 #include "metadef.h"
 #include "pool.h"
 
+/**
+ * struct md_mapping - what the VMAs of one mmap() of /dev/metadef share
+ * @ref: one per VMA (fork and splits add VMAs)
+ * @r: the region (each VMA holds a reference)
+ * @import_id: the import it was made through; 0: the owner's
+ */
+struct md_mapping {
+	refcount_t ref;
+	struct md_region *r;
+	u64 import_id;
+};
+
 static void md_vm_open(struct vm_area_struct *vma)
+{
+	struct md_mapping *m = vma->vm_private_data;
+
+	refcount_inc(&m->ref);
+	kref_get(&m->r->ref);
+	atomic_inc(&m->r->vmas);
+}
+
+static void md_vm_close(struct vm_area_struct *vma)
+{
+	struct md_mapping *m = vma->vm_private_data;
+	struct md_region *r = m->r;
+
+	atomic_dec(&r->vmas);
+	if (refcount_dec_and_test(&m->ref))
+		kfree(m);
+	md_region_put(r);
+}
+
+static void md_dmabuf_vm_open(struct vm_area_struct *vma)
 {
 	struct md_region *r = vma->vm_private_data;
 
@@ -21,7 +65,7 @@ static void md_vm_open(struct vm_area_struct *vma)
 	atomic_inc(&r->vmas);
 }
 
-static void md_vm_close(struct vm_area_struct *vma)
+static void md_dmabuf_vm_close(struct vm_area_struct *vma)
 {
 	struct md_region *r = vma->vm_private_data;
 
@@ -50,16 +94,37 @@ static vm_fault_t md_region_fault(struct vm_fault *vmf, struct md_region *r)
 	return ret;
 }
 
+/*
+ * Does the import @m was made through still live? (The owner's mappings
+ * always do.) Caller holds r->imports_lock.
+ */
+static bool mapping_live(struct md_mapping *m, struct md_domain *dom)
+{
+	struct md_import *imp;
+
+	lockdep_assert_held(&m->r->imports_lock);
+	if (!m->import_id)
+		return true;
+	imp = md_region_import_of(dom, m->r);
+	return imp && imp->id == m->import_id;
+}
+
 /* A domain's own mapping, of a region it owns or imported. */
 static vm_fault_t md_vm_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
-	struct md_region *r = vma->vm_private_data;
+	struct md_mapping *m = vma->vm_private_data;
+	struct md_region *r = m->r;
+	vm_fault_t ret;
 
-	/* An importer whose access was revoked or dropped faults for good. */
-	if (!md_region_may_map(vma->vm_file->private_data, r, false))
-		return VM_FAULT_SIGBUS;
-	return md_region_fault(vmf, r);
+	/* The check and the insertion under one hold: see the top. */
+	down_read(&r->imports_lock);
+	if (mapping_live(m, vma->vm_file->private_data))
+		ret = md_region_fault(vmf, r);
+	else
+		ret = VM_FAULT_SIGBUS;
+	up_read(&r->imports_lock);
+	return ret;
 }
 
 /* A dma-buf's mapping: the dma-buf's holder may map it, whoever it is. */
@@ -75,17 +140,13 @@ static const struct vm_operations_struct md_vm_ops = {
 };
 
 static const struct vm_operations_struct md_dmabuf_vm_ops = {
-	.open = md_vm_open,
-	.close = md_vm_close,
+	.open = md_dmabuf_vm_open,
+	.close = md_dmabuf_vm_close,
 	.fault = md_dmabuf_vm_fault,
 };
 
-/*
- * Point @vma at @r; @vma->vm_pgoff is in the device's offset space. Takes
- * over the caller's reference to @r on success.
- */
-static int setup_vma(struct md_region *r, struct vm_area_struct *vma,
-		     const struct vm_operations_struct *ops)
+/* Is [vm_pgoff, +pages) inside @r, and its pool alive? */
+static int check_vma(struct md_region *r, struct vm_area_struct *vma)
 {
 	unsigned long pages = vma_pages(vma);
 	u64 base = md_region_mmap_offset(r) >> PAGE_SHIFT;
@@ -99,19 +160,27 @@ static int setup_vma(struct md_region *r, struct vm_area_struct *vma,
 	if (first >= r->alloc.size >> PAGE_SHIFT ||
 	    pages > (r->alloc.size >> PAGE_SHIFT) - first)
 		return -EINVAL;
+	return 0;
+}
 
+/* Point @vma at @priv (takes over the caller's reference to @r). */
+static void setup_vma(struct md_region *r, struct vm_area_struct *vma,
+		      const struct vm_operations_struct *ops, void *priv)
+{
 	vma->vm_flags |= VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP;
 	vma->vm_page_prot = r->pool->ops->pgprot(r->pool, vma->vm_page_prot);
-	vma->vm_private_data = r;
+	vma->vm_private_data = priv;
 	vma->vm_ops = ops;
 	atomic_inc(&r->vmas);
-	return 0;
 }
 
 int md_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct md_domain *dom = file->private_data;
+	struct md_import *imp = NULL;
+	struct md_mapping *m;
 	struct md_region *r;
+	u32 perm;
 	int ret;
 
 	/*
@@ -124,17 +193,44 @@ int md_mmap(struct file *file, struct vm_area_struct *vma)
 	r = md_region_lookup_mmap(dom, vma->vm_pgoff);
 	if (!r)
 		return -EINVAL;
+	ret = check_vma(r, vma);
+	if (ret)
+		goto err_put;
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	ret = -ENOMEM;
+	if (!m)
+		goto err_put;
+	refcount_set(&m->ref, 1);
+	m->r = r;
+
+	/* The rights of the mapping: the owner's, or those of one import. */
+	down_read(&r->imports_lock);
+	if (r->dom == dom) {
+		perm = MD_MMU_READ | MD_MMU_WRITE;
+	} else {
+		imp = md_region_import_of(dom, r);
+		perm = imp ? imp->perm : 0;
+		m->import_id = imp ? imp->id : 0;
+	}
+	up_read(&r->imports_lock);
+
+	ret = -EINVAL;		/* dropped meanwhile: as if never there */
+	if (!perm)
+		goto err_free;
 	/* A read-only import maps read-only, and cannot be made writable. */
-	if (!md_region_may_map(dom, r, true)) {
-		if (vma->vm_flags & VM_WRITE) {
-			md_region_put(r);
-			return -EACCES;
-		}
+	if (!(perm & MD_MMU_WRITE)) {
+		ret = -EACCES;
+		if (vma->vm_flags & VM_WRITE)
+			goto err_free;
 		vma->vm_flags &= ~VM_MAYWRITE;
 	}
-	ret = setup_vma(r, vma, &md_vm_ops);
-	if (ret)
-		md_region_put(r);
+	setup_vma(r, vma, &md_vm_ops, m);
+	return 0;
+
+err_free:
+	kfree(m);
+err_put:
+	md_region_put(r);
 	return ret;
 }
 
@@ -155,9 +251,10 @@ int md_mmap_region(struct md_region *r, struct vm_area_struct *vma)
 	if (!(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;
 	vma->vm_pgoff += md_region_mmap_offset(r) >> PAGE_SHIFT;
-	kref_get(&r->ref);
-	ret = setup_vma(r, vma, &md_dmabuf_vm_ops);
+	ret = check_vma(r, vma);
 	if (ret)
-		md_region_put(r);
-	return ret;
+		return ret;
+	kref_get(&r->ref);
+	setup_vma(r, vma, &md_dmabuf_vm_ops, r);
+	return 0;
 }

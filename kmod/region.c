@@ -53,16 +53,20 @@ static int alloc_errno(int ret)
 }
 
 /**
- * md_region_create() - allocate a region and give @dom a handle to it
+ * md_region_create() - allocate a region for @dom
  * @dom: the owning domain
  * @arg: the validated request; its out fields are filled in
+ * @priv: the region, for md_region_create_commit() or _undo()
  *
- * The handle is published last: once it exists another thread of the
- * domain may free it, so nothing here touches the region after that.
+ * The handle is only reserved here: the commit stores the region behind
+ * it once the caller knows its number, so no other thread of the domain
+ * can free (or use) it before the answer is out, and an undo can take
+ * everything back.
  *
  * Return: 0 or a negative errno; nothing is left allocated on error.
  */
-int md_region_create(struct md_domain *dom, struct metadef_alloc *arg)
+int md_region_create(struct md_domain *dom, struct metadef_alloc *arg,
+		     void **priv)
 {
 	struct md_device *mdev = dom->dev;
 	unsigned int bflags = 0;
@@ -93,6 +97,7 @@ int md_region_create(struct md_domain *dom, struct metadef_alloc *arg)
 		return -ENOMEM;
 	}
 	kref_init(&r->ref);
+	init_rwsem(&r->imports_lock);
 	INIT_LIST_HEAD(&r->imports);
 	r->mdev = mdev;
 	r->pool = pool;
@@ -100,11 +105,15 @@ int md_region_create(struct md_domain *dom, struct metadef_alloc *arg)
 	r->pid = task_tgid_nr(current);
 	r->size = arg->size;
 
-	/* Charge first: over quota means nothing is allocated at all. */
-	if (arg->size > U64_MAX - (PAGE_SIZE - 1))
+	/*
+	 * Charge first: over quota means nothing is allocated at all. More
+	 * than the pool holds is refused before it is charged.
+	 */
+	if (arg->size > pool->buddy.size)
 		ret = -ENOMEM;
 	else
-		ret = md_domain_charge(dom, PAGE_ALIGN(arg->size));
+		ret = md_domain_charge(dom, PAGE_ALIGN(arg->size),
+				       pool->buddy.size);
 	if (ret) {
 		kfree(r);
 		md_pool_put(pool);
@@ -136,6 +145,12 @@ int md_region_create(struct md_domain *dom, struct metadef_alloc *arg)
 	if (ret)
 		goto err_put;
 
+	/* A reserved entry: xa_load() sees nothing there until the commit. */
+	ret = xa_alloc(&dom->handles, &arg->handle, NULL, xa_limit_31b,
+		       GFP_KERNEL);
+	if (ret)
+		goto err_put;
+
 	/*
 	 * Without an IOMMU the device address is the physical address, which
 	 * unprivileged users are not told (as with /proc/pid/pagemap).
@@ -145,25 +160,40 @@ int md_region_create(struct md_domain *dom, struct metadef_alloc *arg)
 	arg->mmap_offset = md_region_mmap_offset(r);
 	arg->alloc_size = r->alloc.size;
 	arg->dev_va = r->dev_va;
-	/*
-	 * Publish the region and name its handle in one step under the
-	 * xarray's lock: a FREE racing with us (it takes the same lock) sees
-	 * either nothing or the region with its handle recorded.
-	 */
-	xa_lock(&dom->handles);
-	ret = __xa_alloc(&dom->handles, &arg->handle, r, xa_limit_31b,
-			 GFP_KERNEL);
-	if (!ret)
-		r->handle = arg->handle;
-	xa_unlock(&dom->handles);
-	if (ret)
-		goto err_put;
+	*priv = r;
 	return 0;
 
 err_put:
 	region_unmap_device(r);
 	md_region_put(r);
 	return ret == -EBUSY ? -ENOMEM : ret;
+}
+
+/* The caller knows the handle: the region goes behind it. */
+void md_region_create_commit(struct md_domain *dom, struct metadef_alloc *arg,
+			     void *priv)
+{
+	struct md_region *r = priv;
+
+	/*
+	 * Replacing the reserved entry allocates nothing, so it cannot fail;
+	 * the handle is recorded in the same step, for a racing FREE.
+	 */
+	xa_lock(&dom->handles);
+	__xa_store(&dom->handles, arg->handle, r, GFP_NOWAIT);
+	r->handle = arg->handle;
+	xa_unlock(&dom->handles);
+}
+
+/* The caller could not be told: no handle, no region. */
+void md_region_create_undo(struct md_domain *dom, struct metadef_alloc *arg,
+			   void *priv)
+{
+	struct md_region *r = priv;
+
+	xa_erase(&dom->handles, arg->handle);
+	region_unmap_device(r);
+	md_region_put(r);
 }
 
 /**
@@ -210,11 +240,20 @@ static void drop_handle_entry(void *entry)
 	md_region_put(r);
 }
 
-/* Drop @dom's handle; the region lives on while mappings hold it. */
+/*
+ * Drop @dom's handle; the region lives on while mappings hold it. A handle
+ * an ALLOC or IMPORT in flight has only reserved is not there yet, and
+ * stays reserved for it.
+ */
 int md_region_free_handle(struct md_domain *dom, u32 handle)
 {
-	void *entry = xa_erase(&dom->handles, handle);
+	void *entry;
 
+	xa_lock(&dom->handles);
+	entry = xa_load(&dom->handles, handle);
+	if (entry)
+		__xa_erase(&dom->handles, handle);
+	xa_unlock(&dom->handles);
 	if (!entry)
 		return -ENOENT;
 	drop_handle_entry(entry);
