@@ -7,10 +7,12 @@
 #define METADEF_KSFT_MD_IOCTL_H
 
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <linux/metadef.h>
@@ -50,6 +52,55 @@ static inline int copy(int fd, uint64_t dst, uint64_t src, uint64_t size)
 	struct metadef_copy c = { .src_va = src, .dst_va = dst, .size = size };
 
 	return ioctl(fd, METADEF_IOC_COPY, &c) ? -errno : 0;
+}
+
+static inline int share_grant(int fd, uint32_t handle, uint32_t to,
+			      uint32_t flags, uint64_t *token)
+{
+	struct metadef_grant g = { .handle = handle, .domain_id = to,
+				   .flags = flags };
+	int ret = ioctl(fd, METADEF_IOC_GRANT, &g) ? -errno : 0;
+
+	*token = g.token;
+	return ret;
+}
+
+static inline int share_import(int fd, uint64_t token,
+			       struct metadef_import *im)
+{
+	memset(im, 0, sizeof(*im));
+	im->token = token;
+	return ioctl(fd, METADEF_IOC_IMPORT, im) ? -errno : 0;
+}
+
+static inline int share_revoke(int fd, uint32_t handle, uint32_t from)
+{
+	struct metadef_revoke r = { .handle = handle, .domain_id = from };
+
+	return ioctl(fd, METADEF_IOC_REVOKE, &r) ? -errno : 0;
+}
+
+/*
+ * Does touching *@p (reading, or writing 0x5a if @write) kill a child with
+ * SIGBUS? 1 if so, 0 if the access went through, -1 for any other end.
+ */
+static inline int touch_faults(volatile char *p, int write)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (write)
+			p[0] = 0x5a;
+		else
+			(void)p[0];
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS)
+		return 1;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
 #define MD_DEBUGFS_DOMAINS "/sys/kernel/debug/metadef/domains"

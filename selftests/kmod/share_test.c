@@ -24,43 +24,6 @@
 
 #define DEV "/dev/metadef"
 
-static int md_grant(int fd, uint32_t handle, uint32_t to, uint32_t flags,
-		 uint64_t *token)
-{
-	struct metadef_grant g = { .handle = handle, .domain_id = to,
-				   .flags = flags };
-	int ret = ioctl(fd, METADEF_IOC_GRANT, &g) ? -errno : 0;
-
-	*token = g.token;
-	return ret;
-}
-
-static int md_import(int fd, uint64_t token, struct metadef_import *im)
-{
-	memset(im, 0, sizeof(*im));
-	im->token = token;
-	return ioctl(fd, METADEF_IOC_IMPORT, im) ? -errno : 0;
-}
-
-static int md_revoke(int fd, uint32_t handle, uint32_t from)
-{
-	struct metadef_revoke r = { .handle = handle, .domain_id = from };
-
-	return ioctl(fd, METADEF_IOC_REVOKE, &r) ? -errno : 0;
-}
-
-/* Does reading *p in a child die of SIGBUS? */
-static int read_faults(volatile char *p)
-{
-	int status;
-	pid_t pid = fork();
-
-	if (pid == 0)
-		_exit(p[0] == 0x7f ? 3 : 0);
-	waitpid(pid, &status, 0);
-	return WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS;
-}
-
 FIXTURE(share) {
 	int a, b, c;		/* owner, importer, bystander */
 	struct metadef_alloc reg, mine;
@@ -102,10 +65,10 @@ TEST_F(share, import_reads_and_writes)
 	uint64_t tok;
 	char *bp;
 
-	ASSERT_EQ(0, md_grant(self->a, self->reg.handle, domain_of(self->b),
+	ASSERT_EQ(0, share_grant(self->a, self->reg.handle, domain_of(self->b),
 			   METADEF_SHARE_READ | METADEF_SHARE_WRITE, &tok));
 	EXPECT_NE(0, tok);
-	ASSERT_EQ(0, md_import(self->b, tok, &im));
+	ASSERT_EQ(0, share_import(self->b, tok, &im));
 	EXPECT_EQ(8192, im.size);
 	EXPECT_EQ(self->reg.dev_va, im.dev_va);
 	bp = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, self->b,
@@ -125,9 +88,9 @@ TEST_F(share, read_only_import)
 	uint64_t tok;
 	char *bp;
 
-	ASSERT_EQ(0, md_grant(self->a, self->reg.handle, domain_of(self->b),
+	ASSERT_EQ(0, share_grant(self->a, self->reg.handle, domain_of(self->b),
 			   METADEF_SHARE_READ, &tok));
-	ASSERT_EQ(0, md_import(self->b, tok, &im));
+	ASSERT_EQ(0, share_import(self->b, tok, &im));
 	EXPECT_EQ(MAP_FAILED, mmap(NULL, 8192, PROT_READ | PROT_WRITE,
 				   MAP_SHARED, self->b, im.mmap_offset));
 	bp = mmap(NULL, 8192, PROT_READ, MAP_SHARED, self->b, im.mmap_offset);
@@ -147,24 +110,24 @@ TEST_F(share, token_single_use_and_bound_to_its_domain)
 	uint64_t tok;
 	int attempts = 0, successes = 0;
 
-	ASSERT_EQ(0, md_grant(self->a, self->reg.handle, domain_of(self->b),
+	ASSERT_EQ(0, share_grant(self->a, self->reg.handle, domain_of(self->b),
 			   METADEF_SHARE_READ, &tok));
 	/* The bystander and the owner itself cannot use it. */
 	attempts++;
-	successes += !md_import(self->c, tok, &im);
+	successes += !share_import(self->c, tok, &im);
 	attempts++;
-	successes += !md_import(self->a, tok, &im);
+	successes += !share_import(self->a, tok, &im);
 	/* Guessed tokens. */
 	for (uint64_t g = 0; g < 16; g++) {
 		attempts++;
-		successes += !md_import(self->c, tok ^ (1ULL << g), &im);
+		successes += !share_import(self->c, tok ^ (1ULL << g), &im);
 	}
 	attempts++;
-	successes += !md_import(self->b, 0, &im);
-	ASSERT_EQ(0, md_import(self->b, tok, &im));
+	successes += !share_import(self->b, 0, &im);
+	ASSERT_EQ(0, share_import(self->b, tok, &im));
 	/* Once only. */
 	attempts++;
-	successes += !md_import(self->b, tok, &im);
+	successes += !share_import(self->b, tok, &im);
 	TH_LOG("%d attempts to use another's token, %d succeeded", attempts,
 	       successes);
 	EXPECT_EQ(0, successes);
@@ -176,17 +139,17 @@ TEST_F(share, revoke_cuts_off_cpu_and_device)
 	uint64_t tok;
 	char *bp;
 
-	ASSERT_EQ(0, md_grant(self->a, self->reg.handle, domain_of(self->b),
+	ASSERT_EQ(0, share_grant(self->a, self->reg.handle, domain_of(self->b),
 			   METADEF_SHARE_READ | METADEF_SHARE_WRITE, &tok));
-	ASSERT_EQ(0, md_import(self->b, tok, &im));
+	ASSERT_EQ(0, share_import(self->b, tok, &im));
 	bp = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, self->b,
 		  im.mmap_offset);
 	ASSERT_NE(MAP_FAILED, bp);
 	EXPECT_STREQ("owner's data", bp);
 	EXPECT_EQ(0, copy(self->b, self->mine.dev_va, im.dev_va, 8));
 
-	ASSERT_EQ(0, md_revoke(self->a, self->reg.handle, domain_of(self->b)));
-	EXPECT_TRUE(read_faults(bp));
+	ASSERT_EQ(0, share_revoke(self->a, self->reg.handle, domain_of(self->b)));
+	EXPECT_EQ(1, touch_faults(bp, 0));
 	EXPECT_EQ(-EFAULT, copy(self->b, self->mine.dev_va, im.dev_va, 8));
 	EXPECT_EQ(MAP_FAILED, mmap(NULL, 8192, PROT_READ, MAP_SHARED, self->b,
 				   im.mmap_offset));
@@ -205,12 +168,12 @@ TEST_F(share, importer_cannot_regrant_or_free_the_memory)
 	struct metadef_info before;
 	uint64_t tok, tok2;
 
-	ASSERT_EQ(0, md_grant(self->a, self->reg.handle, domain_of(self->b),
+	ASSERT_EQ(0, share_grant(self->a, self->reg.handle, domain_of(self->b),
 			   METADEF_SHARE_READ | METADEF_SHARE_WRITE, &tok));
-	ASSERT_EQ(0, md_import(self->b, tok, &im));
-	EXPECT_EQ(-EPERM, md_grant(self->b, im.handle, domain_of(self->c),
+	ASSERT_EQ(0, share_import(self->b, tok, &im));
+	EXPECT_EQ(-EPERM, share_grant(self->b, im.handle, domain_of(self->c),
 				METADEF_SHARE_READ, &tok2));
-	EXPECT_EQ(-EPERM, md_revoke(self->b, im.handle, 0));
+	EXPECT_EQ(-EPERM, share_revoke(self->b, im.handle, 0));
 	memset(&before, 0, sizeof(before));
 	ioctl(self->a, METADEF_IOC_INFO, &before);
 	/* FREE on the import drops the import, not the owner's memory. */
@@ -227,9 +190,9 @@ TEST_F(share, owner_free_keeps_memory_for_importer)
 	uint64_t tok;
 	char *bp;
 
-	ASSERT_EQ(0, md_grant(self->a, self->reg.handle, domain_of(self->b),
+	ASSERT_EQ(0, share_grant(self->a, self->reg.handle, domain_of(self->b),
 			   METADEF_SHARE_READ, &tok));
-	ASSERT_EQ(0, md_import(self->b, tok, &im));
+	ASSERT_EQ(0, share_import(self->b, tok, &im));
 	munmap(self->ap, 8192);
 	self->ap = mmap(NULL, 8192, PROT_READ, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	EXPECT_EQ(0, release(self->a, self->reg.handle));
@@ -249,17 +212,17 @@ TEST_F(share, bad_requests)
 	struct metadef_revoke rv;
 	uint64_t tok;
 
-	EXPECT_EQ(-ENOENT, md_grant(self->a, 9999, domain_of(self->b),
+	EXPECT_EQ(-ENOENT, share_grant(self->a, 9999, domain_of(self->b),
 				 METADEF_SHARE_READ, &tok));
-	EXPECT_EQ(-EINVAL, md_grant(self->a, self->reg.handle, domain_of(self->a),
+	EXPECT_EQ(-EINVAL, share_grant(self->a, self->reg.handle, domain_of(self->a),
 				 METADEF_SHARE_READ, &tok));
-	EXPECT_EQ(-ENOENT, md_grant(self->a, self->reg.handle, 0x7ffffff0,
+	EXPECT_EQ(-ENOENT, share_grant(self->a, self->reg.handle, 0x7ffffff0,
 				 METADEF_SHARE_READ, &tok));
-	EXPECT_EQ(-EINVAL, md_grant(self->a, self->reg.handle, domain_of(self->b),
+	EXPECT_EQ(-EINVAL, share_grant(self->a, self->reg.handle, domain_of(self->b),
 				 0, &tok));
-	EXPECT_EQ(-EINVAL, md_grant(self->a, self->reg.handle, domain_of(self->b),
+	EXPECT_EQ(-EINVAL, share_grant(self->a, self->reg.handle, domain_of(self->b),
 				 METADEF_SHARE_WRITE, &tok));
-	EXPECT_EQ(-EINVAL, md_grant(self->a, self->reg.handle, domain_of(self->b),
+	EXPECT_EQ(-EINVAL, share_grant(self->a, self->reg.handle, domain_of(self->b),
 				 1u << 7 | METADEF_SHARE_READ, &tok));
 	memset(&g, 0, sizeof(g));
 	g.handle = self->reg.handle;
@@ -269,7 +232,7 @@ TEST_F(share, bad_requests)
 	errno = 0;
 	EXPECT_EQ(-1, ioctl(self->a, METADEF_IOC_GRANT, &g));
 	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(-ENOENT, md_revoke(self->a, 9999, 0));
+	EXPECT_EQ(-ENOENT, share_revoke(self->a, 9999, 0));
 	memset(&rv, 0, sizeof(rv));
 	rv.handle = self->reg.handle;
 	rv.flags = 2;
@@ -277,7 +240,7 @@ TEST_F(share, bad_requests)
 	EXPECT_EQ(-1, ioctl(self->a, METADEF_IOC_REVOKE, &rv));
 	EXPECT_EQ(EINVAL, errno);
 	/* Revoking what was never shared is fine. */
-	EXPECT_EQ(0, md_revoke(self->a, self->reg.handle, 0));
+	EXPECT_EQ(0, share_revoke(self->a, self->reg.handle, 0));
 }
 
 TEST_HARNESS_MAIN
