@@ -28,6 +28,7 @@
 #include <linux/sizes.h>
 #include <linux/slab.h>
 
+#include "compat.h"
 #include "metadef.h"
 #include "pool.h"
 
@@ -262,7 +263,7 @@ static int md_dmabuf_mmap(struct dma_buf *dmabuf, struct vm_area_struct *vma)
 	struct md_dmabuf *p = dmabuf->priv;
 
 	/* Our address_space, so that zapping the device's memory reaches it. */
-	vma_set_file(vma, p->mapping);
+	md_vma_set_file(vma, p->mapping);
 	return md_mmap_region(p->r, vma);
 }
 
@@ -374,4 +375,4 @@ void md_dmabuf_export_undo(struct metadef_export *arg, void *priv)
 	dma_buf_put(priv);
 }
 
-MODULE_IMPORT_NS(DMA_BUF);
+MODULE_IMPORT_NS(MD_NS(DMA_BUF));

@@ -22,6 +22,7 @@
 #include <linux/refcount.h>
 #include <linux/slab.h>
 
+#include "compat.h"
 #include "metadef.h"
 #include "pool.h"
 
@@ -167,7 +168,7 @@ static int check_vma(struct md_region *r, struct vm_area_struct *vma)
 static void setup_vma(struct md_region *r, struct vm_area_struct *vma,
 		      const struct vm_operations_struct *ops, void *priv)
 {
-	vma->vm_flags |= VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP;
+	md_vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_page_prot = r->pool->ops->pgprot(r->pool, vma->vm_page_prot);
 	vma->vm_private_data = priv;
 	vma->vm_ops = ops;
@@ -222,7 +223,7 @@ int md_mmap(struct file *file, struct vm_area_struct *vma)
 		ret = -EACCES;
 		if (vma->vm_flags & VM_WRITE)
 			goto err_free;
-		vma->vm_flags &= ~VM_MAYWRITE;
+		md_vm_flags_clear(vma, VM_MAYWRITE);
 	}
 	setup_vma(r, vma, &md_vm_ops, m);
 	return 0;

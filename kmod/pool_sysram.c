@@ -15,11 +15,13 @@
 #include <linux/gfp.h>
 #include <linux/mm.h>
 #include <linux/mmzone.h>
+#include <linux/moduleparam.h>
 #include <linux/pageblock-flags.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 
+#include "compat.h"
 #include "pool.h"
 
 static bool sysram_contig = true;
@@ -238,7 +240,7 @@ static struct md_sysram *sysram_alloc_struct(unsigned int nr_chunks)
  */
 struct md_pool *md_sysram_create(struct device *dma_dev, u64 size)
 {
-	const unsigned int corder = MAX_ORDER - 1;
+	const unsigned int corder = MD_MAX_PAGE_ORDER;
 	const u64 csize = PAGE_SIZE << corder;
 	unsigned long nr;
 	struct md_sysram *s;
