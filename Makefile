@@ -3,7 +3,7 @@
 # metadef: top-level build.
 #
 #   make                 module + library + tools + selftests
-#   make check           deps + host + vm + debug tiers, one summary line
+#   make check           deps + host + vm + debug + matrix tiers, one summary line
 #   make demo            boot a VM, load the module, show what it does
 #   make bench           benchmarks (not part of check)
 #   make install         library, headers, pkg-config file, tools
@@ -59,7 +59,7 @@ HOST_BINS	:= $(HOST_SRCS:selftests/lib/%.c=$(B)/selftests/lib/%)
 KSFT_HDR	:= $(B)/ksft/kselftest_harness.h
 
 .PHONY: all module lib tools selftests selftests-kmod selftests-host check check-host check-vm \
-	check-debug demo bench bench-buddy bench-plan bench-exact install modules_install clean deps help
+	check-debug check-matrix demo bench bench-buddy bench-plan bench-exact install modules_install clean deps help
 
 all: module lib tools selftests
 
@@ -175,6 +175,11 @@ check-vm:
 
 check-debug:
 	tools/check debug
+
+# The vm tier's kselftests on Debian's 5.10, 6.12 (bookworm-backports and
+# trixie) and 7.3 kernels, fetched into the cache (tools/vm/kernel-fetch).
+check-matrix:
+	tools/check matrix
 
 demo:
 	tools/demo/run

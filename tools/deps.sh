@@ -4,7 +4,7 @@
 # Install the Debian packages metadef's build and test tiers need.
 # Does nothing (and needs no network) when everything is already present.
 #
-# usage: tools/deps.sh [host|vm|debug|bench|all]   (default: all)
+# usage: tools/deps.sh [host|vm|debug|matrix|bench|all]   (default: all)
 
 set -eu
 
@@ -14,14 +14,18 @@ vm="linux-headers-amd64 linux-image-amd64 qemu-system-x86 busybox-static
 debug="linux-source-6.1 bc flex bison libelf-dev libssl-dev cpio xz-utils
        qemu-system-x86 busybox-static"
 bench="libjemalloc-dev libmimalloc-dev"
+# The kernel matrix: 6.12+ modules need pahole for BTF; trixie's kernels
+# build in a trixie root (gcc-14, glibc 2.38).
+matrix="dwarves debootstrap qemu-system-x86 busybox-static cpio xz-utils kmod"
 
 case "${1:-all}" in
 host)	want="$host" ;;
 vm)	want="$host $vm" ;;
 debug)	want="$host $debug" ;;
+matrix)	want="$host $matrix" ;;
 bench)	want="$host $vm $bench" ;;
-all)	want="$host $vm $debug $bench" ;;
-*)	echo "deps.sh: unknown tier '$1' (host|vm|debug|bench|all)" >&2; exit 2 ;;
+all)	want="$host $vm $debug $matrix $bench" ;;
+*)	echo "deps.sh: unknown tier '$1' (host|vm|debug|matrix|bench|all)" >&2; exit 2 ;;
 esac
 
 missing=""
