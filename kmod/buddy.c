@@ -15,12 +15,11 @@
 #include <linux/log2.h>
 #include <linux/math64.h>
 #include <linux/mm.h>
-#include <linux/module.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 
 #include "buddy.h"
-#include "metadef.h"
+#include "export.h"
 
 #define BPL		BITS_PER_LONG
 #define NO_BLOCK	U64_MAX

@@ -13,11 +13,10 @@
 #include <linux/gfp.h>
 #include <linux/io.h>
 #include <linux/mm.h>
-#include <linux/module.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
 
-#include "metadef.h"
+#include "export.h"
 #include "mmu.h"
 
 #define LEVELS		4
