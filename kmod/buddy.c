@@ -658,6 +658,7 @@ static int check_levels(const struct md_buddy *mm, unsigned int k)
 
 /**
  * md_buddy_check() - verify every invariant of the allocator
+ * @mm: the allocator
  *
  * The summary levels of every bitmap agree with the level below; every free
  * block lies inside the pool and inside one root and is no larger than it,

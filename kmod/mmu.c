@@ -509,9 +509,10 @@ static void show_level(u64 *table, int level, u64 base, struct md_mmu_run *run,
 }
 
 /**
- * md_mmu_show() - the table as ranges, for debugfs "mmu/<domain>": one line
- * per run of pages mapped to consecutive pool pages with the same
- * permissions and color, in VA order.
+ * md_mmu_show() - the table as ranges, for debugfs "mmu/<domain>"
+ * @mmu: the table
+ * @m: where to print: one line per run of pages mapped to consecutive pool
+ *     pages with the same permissions and color, in VA order
  */
 void md_mmu_show(struct md_mmu *mmu, struct seq_file *m)
 {
