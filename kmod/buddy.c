@@ -15,12 +15,11 @@
 #include <linux/log2.h>
 #include <linux/math64.h>
 #include <linux/mm.h>
-#include <linux/module.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 
 #include "buddy.h"
-#include "metadef.h"
+#include "export.h"
 
 #define BPL		BITS_PER_LONG
 #define NO_BLOCK	U64_MAX
@@ -228,23 +227,6 @@ static __always_inline void free_merge(struct md_buddy *mm, u64 x,
 
 /* ------------------------------------------------------- finding space */
 
-/* The free block holding chunk @x: its index, order in *@kp; or NO_BLOCK. */
-static u64 free_container(const struct md_buddy *mm, u64 x, unsigned int *kp)
-{
-	u64 ne = mm->nonempty;
-
-	while (ne) {
-		unsigned int k = __ffs64(ne);
-
-		if (is_free(mm, k, x >> k)) {
-			*kp = k;
-			return x >> k;
-		}
-		ne &= ne - 1;
-	}
-	return NO_BLOCK;
-}
-
 /*
  * Find a free block of order >= @k holding an @align-aligned [p, p + len)
  * inside [start, end): the lowest such p, or the highest with @topdown.
@@ -326,41 +308,28 @@ static u64 find_top(const struct md_buddy *mm, unsigned int k,
 
 /* ---------------------------------------------------------- allocation */
 
-static int alloc_exact(struct md_buddy *mm, u64 p, u64 len)
-{
-	unsigned int k;
-	u64 x, i;
-
-	/* Is all of it free? Nothing changes until that is known. */
-	for (x = p; x < p + len; x = (i + 1) << k) {
-		i = free_container(mm, x, &k);
-		if (i == NO_BLOCK)
-			return -ENOSPC;
-	}
-	for (x = p; x < p + len; x = (i + 1) << k) {
-		i = free_container(mm, x, &k);
-		carve(mm, k, i, x, min((i + 1) << k, p + len));
-	}
-	return 0;
-}
-
 /**
  * md_buddy_alloc() - allocate a contiguous range
  * @mm: the allocator
  * @a: record to fill in; must not be live
  * @size: bytes, rounded up to the chunk size
  * @align: power of two (0: the chunk size); smaller values mean the chunk
- * @start: with MD_BUDDY_RANGE, the lowest offset; with MD_BUDDY_EXACT, the
- *         offset to allocate at
- * @end: with MD_BUDDY_RANGE, one past the highest byte; else ignored
+ * @start: with MD_BUDDY_RANGE, the lowest offset (rounded up to a chunk);
+ *         else ignored
+ * @end: with MD_BUDDY_RANGE, one past the highest byte (rounded down to a
+ *       chunk, and to the allocator's size); else ignored
  * @flags: MD_BUDDY_*
  * @gfp: unused: allocating needs no memory (kept for the callers)
  *
- * Without MD_BUDDY_EXACT the range is carved out of one free block of at
- * least the power of two >= size (and >= @align): the lowest block of the
- * smallest such order, or the highest position with MD_BUDDY_TOPDOWN; with
- * MD_BUDDY_RANGE the lowest (highest) position inside [start, end). A free
- * stretch made of several smaller blocks serves only MD_BUDDY_EXACT.
+ * The range is carved out of one free block of at least the power of two
+ * >= size (and >= @align): the lowest block of the smallest such order, or
+ * the highest position with MD_BUDDY_TOPDOWN; with MD_BUDDY_RANGE the
+ * lowest (highest) position inside [start, end), in a block of any order
+ * that holds it there. A free stretch made of several smaller blocks does
+ * not serve.
+ *
+ * With MD_BUDDY_RANGE, -EINVAL when @start >= @end or @start is beyond the
+ * allocator, -ENOSPC when [start, end) cannot hold the size at all.
  *
  * Return: 0; -EINVAL for a malformed request; -ENOSPC when no space fits.
  * (-ENOMEM, for memory the allocator could not get, no longer happens: it
@@ -373,11 +342,8 @@ int md_buddy_alloc(struct md_buddy *mm, struct md_buddy_alloc *a, u64 size,
 	bool topdown = flags & MD_BUDDY_TOPDOWN;
 	unsigned int shift = mm->chunk_shift, k, j = 0;
 	u64 chunk = md_buddy_chunk(mm), len, p = 0, i;
-	int ret;
 
 	if (a->live || (flags & ~MD_BUDDY_FLAGS) || !size)
-		return -EINVAL;
-	if ((flags & MD_BUDDY_RANGE) && (flags & MD_BUDDY_EXACT))
 		return -EINVAL;
 	if (align && !is_power_of_2(align))
 		return -EINVAL;
@@ -385,17 +351,6 @@ int md_buddy_alloc(struct md_buddy *mm, struct md_buddy_alloc *a, u64 size,
 	if (size > mm->size || align > mm->size || size > BIT_ULL(63))
 		return -ENOSPC;
 	len = round_up(size, chunk);
-
-	if (flags & MD_BUDDY_EXACT) {
-		if (!IS_ALIGNED(start, align) || start >= mm->size ||
-		    len > mm->size - start)
-			return -EINVAL;
-		ret = alloc_exact(mm, start >> shift, len >> shift);
-		if (ret)
-			return ret;
-		p = start >> shift;
-		goto done;
-	}
 
 	if (flags & MD_BUDDY_RANGE) {
 		if (start >= end || start >= mm->size)
@@ -432,7 +387,6 @@ int md_buddy_alloc(struct md_buddy *mm, struct md_buddy_alloc *a, u64 size,
 	if (i == NO_BLOCK)
 		return -ENOSPC;
 	carve(mm, j, i, p, p + (len >> shift));
-done:
 	mm->avail -= len;
 	a->offset = p << shift;
 	a->size = len;
@@ -659,6 +613,7 @@ static int check_levels(const struct md_buddy *mm, unsigned int k)
 
 /**
  * md_buddy_check() - verify every invariant of the allocator
+ * @mm: the allocator
  *
  * The summary levels of every bitmap agree with the level below; every free
  * block lies inside the pool and inside one root and is no larger than it,

@@ -21,12 +21,15 @@
  *    (0.006 % of a pool of 4 KiB chunks: 4 MiB for 64 GiB), allocated once
  *    by md_buddy_init*(); nothing is allocated per block or allocation.
  *  - An allocation is one contiguous range [offset, offset + size) rounded
- *    up to whole chunks. It is carved out of one free block (or, for an
- *    exact range, out of the free blocks covering it): the parts of the
- *    block outside the range go back as the aligned power-of-two blocks
- *    that make them up. Freeing cuts the range into aligned power-of-two
- *    pieces again (arithmetic on offset and size) and merges each with its
- *    buddies, so it needs no memory and cannot fail.
+ *    up to whole chunks. It is carved out of one free block: the parts of
+ *    the block outside the range go back as the aligned power-of-two
+ *    blocks that make them up. Freeing cuts the range into aligned
+ *    power-of-two pieces again (arithmetic on offset and size) and merges
+ *    each with its buddies, so it needs no memory and cannot fail.
+ *  - A caller chooses where only as far as bottom-up or top-down and,
+ *    optionally, a window [start, end) to place inside. There is no way to
+ *    ask for one exact offset: with tenants sharing a pool, that would tell
+ *    one of them where the others' memory is.
  *  - Allocating needs no memory either: a request that cannot be satisfied
  *    fails without side effects.
  */
@@ -43,8 +46,7 @@ struct seq_file;
 /* md_buddy_alloc() flags */
 #define MD_BUDDY_TOPDOWN	(1u << 0)	/* prefer the highest offsets */
 #define MD_BUDDY_RANGE		(1u << 1)	/* place inside [start, end) */
-#define MD_BUDDY_EXACT		(1u << 2)	/* exactly [start, start + size) */
-#define MD_BUDDY_FLAGS		(MD_BUDDY_TOPDOWN | MD_BUDDY_RANGE | MD_BUDDY_EXACT)
+#define MD_BUDDY_FLAGS		(MD_BUDDY_TOPDOWN | MD_BUDDY_RANGE)
 
 /**
  * struct md_buddy_bits - the free blocks of one order

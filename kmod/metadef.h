@@ -19,15 +19,7 @@
 
 #include <uapi/linux/metadef.h>
 
-/*
- * Symbols the KUnit suites in tests/ need are exported into a namespace of
- * their own, and only on kernels that can run KUnit at all.
- */
-#if IS_ENABLED(CONFIG_KUNIT)
-#define MD_EXPORT_FOR_TESTS(sym) EXPORT_SYMBOL_NS_GPL(sym, METADEF_KUNIT)
-#else
-#define MD_EXPORT_FOR_TESTS(sym)
-#endif
+#include "export.h"
 
 struct dentry;
 struct inode;

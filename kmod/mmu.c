@@ -12,12 +12,12 @@
 #include <linux/bits.h>
 #include <linux/gfp.h>
 #include <linux/io.h>
+#include <linux/lockdep.h>
 #include <linux/mm.h>
-#include <linux/module.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
 
-#include "metadef.h"
+#include "export.h"
 #include "mmu.h"
 
 #define LEVELS		4
@@ -80,13 +80,18 @@ MD_EXPORT_FOR_TESTS(md_mmu_fini);
 
 /*
  * The leaf entry for @va, allocating missing tables when @alloc; NULL when
- * a table is missing and !@alloc; ERR_PTR(-ENOMEM).
+ * a table is missing and !@alloc; ERR_PTR(-ENOMEM). Under mmu->lock, held
+ * for writing when @alloc.
  */
 static u64 *walk(struct md_mmu *mmu, u64 va, bool alloc)
 {
 	u64 *t = mmu->root;
 	int level;
 
+	if (alloc)
+		lockdep_assert_held_write(&mmu->lock);
+	else
+		lockdep_assert_held(&mmu->lock);
 	for (level = LEVELS - 1; level > 0; level--) {
 		u64 *e = &t[table_index(va, level)];
 
@@ -112,10 +117,12 @@ static bool range_ok(u64 va, u64 size)
 	       va < VA_LIMIT && size <= VA_LIMIT - va;
 }
 
+/* Under mmu->lock held for writing. */
 static void unmap_locked(struct md_mmu *mmu, u64 va, u64 size)
 {
 	u64 end = va + size;
 
+	lockdep_assert_held_write(&mmu->lock);
 	while (va < end) {
 		u64 *e = walk(mmu, va, false);
 
@@ -206,7 +213,7 @@ static enum md_mmu_fault leaf_check(struct md_mmu *mmu, const u64 *e,
 
 /**
  * md_mmu_translate() - the pool byte behind device VA @va
- * @mmu: the table; the caller holds mmu->lock for reading
+ * @mmu: the table; the caller holds mmu->lock (reading is enough)
  * @va: any byte address
  * @access: MD_MMU_READ or MD_MMU_WRITE (or both)
  * @pool_off: out: the pool offset of byte @va
@@ -219,6 +226,7 @@ enum md_mmu_fault md_mmu_translate(struct md_mmu *mmu, u64 va,
 	enum md_mmu_fault f;
 	u64 *e;
 
+	lockdep_assert_held(&mmu->lock);
 	if (va >= VA_LIMIT)
 		return MD_MMU_UNMAPPED;
 	e = walk(mmu, va, false);
@@ -232,7 +240,7 @@ MD_EXPORT_FOR_TESTS(md_mmu_translate);
 
 /**
  * md_mmu_translate_run() - translate as much as one contiguous run
- * @mmu: the table; the caller holds mmu->lock for reading
+ * @mmu: the table; the caller holds mmu->lock (reading is enough)
  * @va: first byte
  * @max: bytes wanted, > 0
  * @access: MD_MMU_READ and/or MD_MMU_WRITE
@@ -255,6 +263,7 @@ enum md_mmu_fault md_mmu_translate_run(struct md_mmu *mmu, u64 va, u64 max,
 	u64 next, n, want, *e;
 	enum md_mmu_fault f;
 
+	lockdep_assert_held(&mmu->lock);
 	if (va >= VA_LIMIT)
 		return MD_MMU_UNMAPPED;
 	e = walk(mmu, va, false);
@@ -354,8 +363,8 @@ static u64 locate(struct md_mmu *mmu, u64 va, u64 done, u64 max,
 /**
  * md_mmu_copy() - the copy engine: move @size bytes from device VA @src
  * to device VA @dst as the owner of @mmu sees them
- * @mmu: the table; the caller holds mmu->lock for reading throughout, so
- *       no page can be unmapped (and reused) in between
+ * @mmu: the table; the caller holds mmu->lock (reading is enough)
+ *       throughout, so no page can be unmapped (and reused) in between
  * @dst: first byte written
  * @src: first byte read
  * @size: bytes, > 0, neither range wrapping
@@ -377,6 +386,7 @@ int md_mmu_copy(struct md_mmu *mmu, u64 dst, u64 src, u64 size,
 	struct md_copy_runs sruns, druns;
 	u64 done = 0, so, dof, n;
 
+	lockdep_assert_held(&mmu->lock);
 	if (check_range(mmu, src, size, MD_MMU_READ, &sruns, fault) ||
 	    check_range(mmu, dst, size, MD_MMU_WRITE, &druns, fault))
 		return -EFAULT;
@@ -510,9 +520,10 @@ static void show_level(u64 *table, int level, u64 base, struct md_mmu_run *run,
 }
 
 /**
- * md_mmu_show() - the table as ranges, for debugfs "mmu/<domain>": one line
- * per run of pages mapped to consecutive pool pages with the same
- * permissions and color, in VA order.
+ * md_mmu_show() - the table as ranges, for debugfs "mmu/<domain>"
+ * @mmu: the table
+ * @m: where to print: one line per run of pages mapped to consecutive pool
+ *     pages with the same permissions and color, in VA order
  */
 void md_mmu_show(struct md_mmu *mmu, struct seq_file *m)
 {

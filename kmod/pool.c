@@ -49,14 +49,26 @@ void md_pool_put(struct md_pool *pool)
 		kref_put(&pool->ref, md_pool_release);
 }
 
-/* Allocate from the pool; the caller's reference to the pool is its own. */
-int md_pool_alloc(struct md_pool *pool, struct md_buddy_alloc *a, u64 size,
-		  u64 align, unsigned int flags)
+/**
+ * md_pool_alloc_range() - allocate from the pool
+ * @pool: the pool; the caller's reference to it is its own
+ * @a: the record to fill in
+ * @size: bytes
+ * @align: 0 or a power of two
+ * @start: with MD_BUDDY_RANGE in @flags, the lowest pool offset; else 0
+ * @end: with MD_BUDDY_RANGE, the pool offset to end by (exclusive); else 0
+ * @flags: MD_BUDDY_*
+ *
+ * Return: what md_buddy_alloc() returns.
+ */
+int md_pool_alloc_range(struct md_pool *pool, struct md_buddy_alloc *a,
+			u64 size, u64 align, u64 start, u64 end,
+			unsigned int flags)
 {
 	int ret;
 
 	mutex_lock(&pool->lock);
-	ret = md_buddy_alloc(&pool->buddy, a, size, align, 0, 0, flags,
+	ret = md_buddy_alloc(&pool->buddy, a, size, align, start, end, flags,
 			     GFP_KERNEL);
 	mutex_unlock(&pool->lock);
 	return ret;

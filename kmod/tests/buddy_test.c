@@ -93,6 +93,32 @@ static void free_all(struct kunit *test, struct md_buddy *mm,
 			KUNIT_EXPECT_EQ(test, md_buddy_free(mm, &a[i]), 0);
 }
 
+/*
+ * Hold chunks [x, end), all free, as the aligned power-of-two pieces that
+ * make them up: each is asked for with a window as large as itself, which
+ * leaves one place to put it. Uses records @a[*n] onwards, of @max.
+ */
+static void hold_span(struct kunit *test, struct md_buddy *mm, u64 x, u64 end,
+		      struct md_buddy_alloc *a, size_t *n, size_t max)
+{
+	while (x < end) {
+		unsigned int k = fls64(end - x) - 1;
+		u64 off, len;
+
+		KUNIT_ASSERT_LT(test, *n, max);
+		if (x)
+			k = min_t(unsigned int, k, __ffs64(x));
+		off = x * CHUNK;
+		len = BIT_ULL(k) * CHUNK;
+		KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a[*n], len, 0, off,
+						     off + len, MD_BUDDY_RANGE,
+						     GFP_KERNEL), 0);
+		KUNIT_ASSERT_EQ(test, a[*n].offset, off);
+		(*n)++;
+		x += BIT_ULL(k);
+	}
+}
+
 /* ------------------------------------------------------------------ */
 
 static void init_pow2_and_not(struct kunit *test)
@@ -126,7 +152,7 @@ static void capped_roots(struct kunit *test)
 {
 	struct buddy_ctx *ctx = test->priv;
 	struct md_buddy *mm = &ctx->mm;
-	struct md_buddy_alloc a[5] = {}, big = {};
+	struct md_buddy_alloc a[6] = {}, big = {};
 	size_t i;
 
 	KUNIT_EXPECT_EQ(test, md_buddy_init_capped(mm, SZ_16M, CHUNK, SZ_4M + 1), -EINVAL);
@@ -144,8 +170,13 @@ static void capped_roots(struct kunit *test)
 						     GFP_KERNEL), 0);
 		KUNIT_EXPECT_EQ(test, a[i].offset, (u64)i * SZ_4M);
 	}
-	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a[4], 3 * CHUNK, 0, SZ_16M, 0,
-					     MD_BUDDY_EXACT, GFP_KERNEL), 0);
+	/* The two small roots after them, smallest fit first. */
+	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a[4], 2 * CHUNK, 0, 0, 0, 0,
+					     GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, a[4].offset, (u64)SZ_16M);
+	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a[5], CHUNK, 0, 0, 0, 0,
+					     GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, a[5].offset, (u64)SZ_16M + 2 * CHUNK);
 	KUNIT_EXPECT_EQ(test, mm->avail, 0ull);
 	free_all(test, mm, a, ARRAY_SIZE(a));
 	/* Freed 4M blocks do not merge across roots. */
@@ -161,22 +192,27 @@ static void invalid_requests_change_nothing(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a, 0, 0, 0, 0, 0, GFP_KERNEL), -EINVAL);
 	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a, CHUNK, 3 * CHUNK, 0, 0, 0, GFP_KERNEL), -EINVAL);
 	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a, CHUNK, 0, 0, 0, BIT(7), GFP_KERNEL), -EINVAL);
+	/* The bit that once asked for an exact offset is no flag any more. */
 	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a, CHUNK, 0, 0, SZ_1M,
-					     MD_BUDDY_RANGE | MD_BUDDY_EXACT, GFP_KERNEL), -EINVAL);
+					     MD_BUDDY_RANGE | BIT(2), GFP_KERNEL), -EINVAL);
 	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a, CHUNK, 0, SZ_64K, SZ_64K,
 					     MD_BUDDY_RANGE, GFP_KERNEL), -EINVAL);
 	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a, CHUNK, 0, SZ_2M, SZ_4M,
 					     MD_BUDDY_RANGE, GFP_KERNEL), -EINVAL);
-	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a, CHUNK, 0, 100, 0,
-					     MD_BUDDY_EXACT, GFP_KERNEL), -EINVAL);
-	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a, 2 * CHUNK, 0, SZ_1M - CHUNK, 0,
-					     MD_BUDDY_EXACT, GFP_KERNEL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a, CHUNK, 0, SZ_64K, SZ_32K,
+					     MD_BUDDY_RANGE, GFP_KERNEL), -EINVAL);
 	/* Too big: no space, not malformed. */
 	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a, SZ_1M + 1, 0, 0, 0, 0, GFP_KERNEL), -ENOSPC);
 	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a, U64_MAX, 0, 0, 0, 0, GFP_KERNEL), -ENOSPC);
 	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a, CHUNK, SZ_2M, 0, 0, 0, GFP_KERNEL), -ENOSPC);
 	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a, SZ_64K, 0, 0, SZ_32K,
 					     MD_BUDDY_RANGE, GFP_KERNEL), -ENOSPC);
+	/* A chunk's worth of bytes, but not one whole chunk inside them. */
+	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a, CHUNK, 0, 100, CHUNK + 100,
+					     MD_BUDDY_RANGE, GFP_KERNEL), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a, CHUNK, 0, 100, CHUNK + 100,
+					     MD_BUDDY_RANGE | MD_BUDDY_TOPDOWN,
+					     GFP_KERNEL), -ENOSPC);
 
 	KUNIT_EXPECT_FALSE(test, a.live);
 	KUNIT_EXPECT_EQ(test, mm->avail, (u64)SZ_1M);
@@ -207,19 +243,23 @@ static void alloc_limit(struct kunit *test)
 {
 	u64 size = SZ_8M + SZ_1M + CHUNK;	/* three roots */
 	struct md_buddy *mm = setup(test, size, CHUNK);
-	struct md_buddy_alloc all = {}, one = {};
+	struct md_buddy_alloc roots[3] = {}, all = {}, one = {};
+	size_t n = 0;
 
-	/* Without EXACT the whole must fit in one block: the 8M root at most. */
+	/* One allocation is one block: the 8M root at most, window or not. */
 	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &all, size, 0, 0, 0, 0, GFP_KERNEL), -ENOSPC);
-	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &all, size, 0, 0, 0,
-					     MD_BUDDY_EXACT, GFP_KERNEL), 0);
-	KUNIT_EXPECT_EQ(test, all.offset, 0ull);
-	KUNIT_EXPECT_EQ(test, all.size, size);
+	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &all, size, 0, 0, size,
+					     MD_BUDDY_RANGE, GFP_KERNEL), -ENOSPC);
+	hold_span(test, mm, 0, size / CHUNK, roots, &n, ARRAY_SIZE(roots));
+	KUNIT_EXPECT_EQ(test, n, ARRAY_SIZE(roots));
 	KUNIT_EXPECT_EQ(test, mm->avail, 0ull);
 	KUNIT_EXPECT_EQ(test, md_buddy_largest(mm), 0ull);
 	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &one, CHUNK, 0, 0, 0, 0, GFP_KERNEL), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &one, CHUNK, 0, 0, size,
+					     MD_BUDDY_RANGE | MD_BUDDY_TOPDOWN,
+					     GFP_KERNEL), -ENOSPC);
 	KUNIT_EXPECT_EQ(test, md_buddy_check(mm), 0);
-	KUNIT_EXPECT_EQ(test, md_buddy_free(mm, &all), 0);
+	free_all(test, mm, roots, n);
 	KUNIT_EXPECT_EQ(test, mm->avail, size);
 	KUNIT_EXPECT_EQ(test, mm->nr_free[11], 1ull);	/* 8M root whole again */
 
@@ -298,8 +338,11 @@ static void pessimistic(struct kunit *test)
 
 	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &big, 2 * CHUNK, 0, 0, 0, 0,
 					     GFP_KERNEL), -ENOSPC);
-	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &big, 2 * CHUNK, 0, 0, 0,
-					     MD_BUDDY_EXACT, GFP_KERNEL), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &big, 2 * CHUNK, 0, 0, SZ_2M,
+					     MD_BUDDY_RANGE, GFP_KERNEL), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &big, 2 * CHUNK, 0, 0, SZ_2M,
+					     MD_BUDDY_RANGE | MD_BUDDY_TOPDOWN,
+					     GFP_KERNEL), -ENOSPC);
 	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &one, CHUNK, 0, 0, 0,
 					     MD_BUDDY_TOPDOWN, GFP_KERNEL), 0);
 	KUNIT_EXPECT_EQ(test, one.offset, (u64)SZ_2M - 2 * CHUNK);
@@ -385,22 +428,29 @@ static void non_pow2_sizes_trim(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, md_buddy_largest(mm), (u64)SZ_1M);
 }
 
-static void range_and_exact(struct kunit *test)
+static void range(struct kunit *test)
 {
 	struct md_buddy *mm = setup(test, SZ_4M, CHUNK);
 	struct md_buddy_alloc a = {}, b = {}, c = {}, d = {};
 
-	/* Exact, unaligned to its size: 3 chunks at chunk 5. */
-	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a, 3 * CHUNK, 0, 5 * CHUNK, 0,
-					     MD_BUDDY_EXACT, GFP_KERNEL), 0);
+	/* A window just as large, unaligned to the size: 3 chunks at chunk 5. */
+	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a, 3 * CHUNK, 0, 5 * CHUNK,
+					     8 * CHUNK, MD_BUDDY_RANGE,
+					     GFP_KERNEL), 0);
 	KUNIT_EXPECT_EQ(test, a.offset, 5ull * CHUNK);
-	/* Overlapping exact requests fail, adjacent ones succeed. */
-	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &b, 2 * CHUNK, 0, 4 * CHUNK, 0,
-					     MD_BUDDY_EXACT, GFP_KERNEL), -ENOSPC);
-	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &b, CHUNK, 0, 7 * CHUNK, 0,
-					     MD_BUDDY_EXACT, GFP_KERNEL), -ENOSPC);
-	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &b, CHUNK, 0, 8 * CHUNK, 0,
-					     MD_BUDDY_EXACT, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, a.size, 3ull * CHUNK);
+	/* Windows that overlap it fail, the one beside it does not. */
+	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &b, 2 * CHUNK, 0, 4 * CHUNK,
+					     6 * CHUNK, MD_BUDDY_RANGE,
+					     GFP_KERNEL), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &b, CHUNK, 0, 7 * CHUNK,
+					     8 * CHUNK, MD_BUDDY_RANGE,
+					     GFP_KERNEL), -ENOSPC);
+	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &b, CHUNK, 0, 8 * CHUNK,
+					     9 * CHUNK,
+					     MD_BUDDY_RANGE | MD_BUDDY_TOPDOWN,
+					     GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, b.offset, 8ull * CHUNK);
 	KUNIT_EXPECT_EQ(test, md_buddy_check(mm), 0);
 
 	/* Range: inside [1M, 1M + 256K), bottom-up and top-down. */
@@ -489,6 +539,7 @@ static void smoke_random(struct kunit *test)
 			u64 align = rng_below(&r, 4) ? 0 : BIT_ULL(rng_below(&r, 22));
 			unsigned int flags = rng_below(&r, 2) ? MD_BUDDY_TOPDOWN : 0;
 			u64 start = 0, end = 0;
+			bool tight = false;
 			int ret;
 
 			switch (rng_below(&r, 4)) {
@@ -498,11 +549,14 @@ static void smoke_random(struct kunit *test)
 				end = start + 1 + rng_below(&r, size - start);
 				break;
 			case 1:
-				flags = MD_BUDDY_EXACT;
+				/* A window as large as the size: one place. */
+				flags |= MD_BUDDY_RANGE;
+				tight = true;
 				align = 0;
 				start = rng_below(&r, nchunks) * CHUNK;
 				if (sz > size - start)
 					sz = size - start;
+				end = start + round_up(sz, CHUNK);
 				break;
 			}
 			ret = md_buddy_alloc(mm, x, sz, align, start, end, flags,
@@ -521,7 +575,7 @@ static void smoke_random(struct kunit *test)
 				KUNIT_EXPECT_GE(test, x->offset, start);
 				KUNIT_EXPECT_LE(test, x->offset + x->size, end);
 			}
-			if (flags & MD_BUDDY_EXACT)
+			if (tight)
 				KUNIT_EXPECT_EQ(test, x->offset, start);
 			first = x->offset / CHUNK;
 			n = x->size / CHUNK;
@@ -547,36 +601,29 @@ static void smoke_random(struct kunit *test)
 
 /* --------------------------------------- bitmaps and their summary levels */
 
+/* Pieces hold_span() may need for one span: two per bit of a position. */
+#define SPAN_PIECES	(2 * 64)
+
 /*
- * Exactly the chunks @holes (ascending, no two of them buddies) of an
- * n-chunk pool are free afterwards: everything else is held by @seg.
+ * Exactly the chunks @holes (ascending, no two of them buddies) of a fresh
+ * n-chunk pool are free afterwards: everything else is held by @seg, which
+ * has SPAN_PIECES records per span between the holes.
  */
 static void make_holes(struct kunit *test, struct md_buddy *mm, u64 n,
 		       const u64 *holes, size_t nh, struct md_buddy_alloc *seg)
 {
-	struct md_buddy_alloc *h = allocs(test, nh);
 	u64 x = 0;
 	size_t i, s = 0;
 
 	for (i = 0; i <= nh; i++) {
 		u64 stop = i < nh ? holes[i] : n;
 
-		if (stop > x)
-			KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &seg[s++],
-							     (stop - x) * CHUNK, 0,
-							     x * CHUNK, 0, MD_BUDDY_EXACT,
-							     GFP_KERNEL), 0);
-		if (i < nh)
-			KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &h[i], CHUNK, 0,
-							     holes[i] * CHUNK, 0,
-							     MD_BUDDY_EXACT,
-							     GFP_KERNEL), 0);
+		hold_span(test, mm, x, stop, seg, &s, (nh + 1) * SPAN_PIECES);
 		x = stop + 1;
 	}
-	KUNIT_ASSERT_EQ(test, mm->avail, 0ull);
-	for (i = 0; i < nh; i++)
-		KUNIT_ASSERT_EQ(test, md_buddy_free(mm, &h[i]), 0);
 	KUNIT_ASSERT_EQ(test, mm->avail, (u64)nh * CHUNK);
+	/* Each hole's buddy is held: it is a free block of order 0. */
+	KUNIT_ASSERT_EQ(test, mm->nr_free[0], (u64)nh);
 	KUNIT_ASSERT_EQ(test, md_buddy_check(mm), 0);
 }
 
@@ -601,7 +648,7 @@ static void levels_one(struct kunit *test, u64 n, unsigned int levels)
 			continue;
 		holes[nh++] = c;
 	}
-	seg = allocs(test, nh + 1);
+	seg = allocs(test, (nh + 1) * SPAN_PIECES);
 	got = allocs(test, nh + 1);
 
 	KUNIT_ASSERT_EQ(test, md_buddy_init(mm, n * CHUNK, CHUNK), 0);
@@ -654,7 +701,7 @@ static void levels_one(struct kunit *test, u64 n, unsigned int levels)
 						     GFP_KERNEL), -ENOSPC);
 	KUNIT_EXPECT_EQ(test, md_buddy_check(mm), 0);
 
-	free_all(test, mm, seg, nh + 1);
+	free_all(test, mm, seg, (nh + 1) * SPAN_PIECES);
 	KUNIT_EXPECT_EQ(test, mm->avail, n * CHUNK);
 	KUNIT_EXPECT_EQ(test, md_buddy_check(mm), 0);
 	md_buddy_fini(mm);
@@ -672,7 +719,7 @@ static void bitmap_level_edges(struct kunit *test)
 
 /*
  * A pool of tens of GiB: metadata within 0.1 % of it (about two bits per
- * chunk in fact), best fit, top-down, ranges and exact ranges across roots.
+ * chunk in fact), best fit, top-down, ranges inside and across roots.
  */
 static void large_pool(struct kunit *test)
 {
@@ -697,10 +744,21 @@ static void large_pool(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a[2], SZ_2M, 0, 0, 0, 0,
 					     GFP_KERNEL), 0);
 	KUNIT_EXPECT_EQ(test, a[2].offset, 96 * g - SZ_4M);
-	/* Exact, across the boundary of the two large roots. */
-	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a[3], 2 * CHUNK, 0,
-					     64 * g - CHUNK, 0, MD_BUDDY_EXACT,
+	/*
+	 * A window across the boundary of the two large roots: two chunks in
+	 * it would span both, one fits on either side.
+	 */
+	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a[3], 2 * CHUNK, 0,
+					     64 * g - CHUNK, 64 * g + CHUNK,
+					     MD_BUDDY_RANGE, GFP_KERNEL), -ENOSPC);
+	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a[3], CHUNK, 0, 64 * g - CHUNK,
+					     64 * g + CHUNK, MD_BUDDY_RANGE,
 					     GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, a[3].offset, 64 * g - CHUNK);
+	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a[7], CHUNK, 0, 64 * g - CHUNK,
+					     64 * g + CHUNK, MD_BUDDY_RANGE,
+					     GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, a[7].offset, 64 * g);
 	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a[4], SZ_64K, 0, 48 * g + CHUNK,
 					     49 * g, MD_BUDDY_RANGE, GFP_KERNEL), 0);
 	KUNIT_EXPECT_EQ(test, a[4].offset, 48 * g + CHUNK);
@@ -708,11 +766,16 @@ static void large_pool(struct kunit *test)
 					     MD_BUDDY_RANGE | MD_BUDDY_TOPDOWN,
 					     GFP_KERNEL), 0);
 	KUNIT_EXPECT_EQ(test, a[5].offset, 2 * g - SZ_64K);
-	/* The last chunks of the pool, exactly: the 16K root and what is left. */
-	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a[6], 5 * CHUNK, 0, 96 * g, 0,
-					     MD_BUDDY_EXACT, GFP_KERNEL), -ENOSPC);
-	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a[6], 4 * CHUNK, 0, 96 * g, 0,
-					     MD_BUDDY_EXACT, GFP_KERNEL), 0);
+	/*
+	 * The last chunks of the pool: five are free at 96G but in two roots
+	 * (16K, and 4K whose last chunk a[0] holds), so only the 16K fits.
+	 */
+	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a[6], 5 * CHUNK, 0, 96 * g,
+					     size, MD_BUDDY_RANGE, GFP_KERNEL),
+			-ENOSPC);
+	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &a[6], 4 * CHUNK, 0, 96 * g,
+					     size, MD_BUDDY_RANGE, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, a[6].offset, 96 * g);
 	KUNIT_EXPECT_EQ(test, md_buddy_check(mm), 0);
 	KUNIT_EXPECT_EQ(test, mm->avail, size - 7 * CHUNK - SZ_1M - SZ_2M - 2 * SZ_64K);
 	free_all(test, mm, a, ARRAY_SIZE(a));
@@ -732,8 +795,8 @@ static void large_pool(struct kunit *test)
  * Placement against a model: the free blocks are rebuilt from a shadow map
  * of used chunks (the maximal aligned free blocks inside one root) and the
  * documented choice (lowest block of the smallest order; highest position;
- * lowest or highest position in a range; exact = all of it free) is
- * computed by brute force, for a plain and a capped pool.
+ * lowest or highest position in a range, a range as large as the size
+ * among them) is computed by brute force, for a plain and a capped pool.
  */
 struct model {
 	u64 n, full_end;
@@ -855,30 +918,22 @@ static void model_run(struct kunit *test, struct md_buddy *mm, u64 n,
 			end = start + 1 + rng_below(r, n * CHUNK - start + CHUNK);
 			break;
 		case 1:
-			flags = MD_BUDDY_EXACT;
+			/* As large as the size: one place, maybe past the end. */
+			flags |= MD_BUDDY_RANGE;
 			align = 1;
 			start = rng_below(r, n) * CHUNK;
+			end = start + len * CHUNK;
 			break;
 		}
 		ret = md_buddy_alloc(mm, x, sz, align * CHUNK, start, end, flags,
 				     GFP_KERNEL);
-		if (flags & MD_BUDDY_EXACT) {
-			if (len > n - start / CHUNK) {
-				KUNIT_ASSERT_EQ(test, ret, -EINVAL);
-				continue;
-			}
-			want = model_all_free(&m, start / CHUNK, len) ?
-			       start / CHUNK : U64_MAX;
-		} else {
-			k = ilog2(max(roundup_pow_of_two(len), align));
-			if (k > mm->max_order)
-				want = U64_MAX;
-			else
-				want = model_place(&m, mm->max_order, k, len, align,
-						   DIV_ROUND_UP(start, CHUNK),
-						   min(end, n * CHUNK) / CHUNK,
-						   flags);
-		}
+		k = ilog2(max(roundup_pow_of_two(len), align));
+		if (k > mm->max_order)
+			want = U64_MAX;
+		else
+			want = model_place(&m, mm->max_order, k, len, align,
+					   DIV_ROUND_UP(start, CHUNK),
+					   min(end, n * CHUNK) / CHUNK, flags);
 		if (want == U64_MAX) {
 			KUNIT_ASSERT_EQ(test, ret, -ENOSPC);
 			continue;
@@ -945,10 +1000,12 @@ static void checker_catches_corruption(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, md_buddy_check(mm), 0);
 
 	/* Chunks 0 and 1 free as two blocks: counts agree, buddies do not. */
-	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &x, CHUNK, 0, 0, 0,
-					     MD_BUDDY_EXACT, GFP_KERNEL), 0);
-	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &y, CHUNK, 0, CHUNK, 0,
-					     MD_BUDDY_EXACT, GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &x, CHUNK, 0, 0, 0, 0,
+					     GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, md_buddy_alloc(mm, &y, CHUNK, 0, 0, 0, 0,
+					     GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, x.offset, 0ull);
+	KUNIT_ASSERT_EQ(test, y.offset, (u64)CHUNK);
 	KUNIT_ASSERT_EQ(test, md_buddy_free(mm, &x), 0);
 	KUNIT_EXPECT_EQ(test, md_buddy_check(mm), 0);
 	b->lvl[0][0] |= BIT(1);
@@ -996,7 +1053,7 @@ static struct kunit_case md_buddy_cases[] = {
 	KUNIT_CASE(pathological_half_free),
 	KUNIT_CASE(alignment),
 	KUNIT_CASE(non_pow2_sizes_trim),
-	KUNIT_CASE(range_and_exact),
+	KUNIT_CASE(range),
 	KUNIT_CASE(topdown),
 	KUNIT_CASE(smoke_random),
 	KUNIT_CASE(checker_catches_corruption),

@@ -60,7 +60,8 @@ struct metadef_info {
 
 /* metadef_alloc.flags */
 #define METADEF_ALLOC_TOPDOWN	(1u << 0)	/* prefer high pool offsets */
-#define METADEF_ALLOC_FLAGS	(METADEF_ALLOC_TOPDOWN)
+#define METADEF_ALLOC_RANGE	(1u << 1)	/* inside [range_start, range_end) */
+#define METADEF_ALLOC_FLAGS	(METADEF_ALLOC_TOPDOWN | METADEF_ALLOC_RANGE)
 
 /**
  * struct metadef_alloc - METADEF_IOC_ALLOC: allocate a region
@@ -75,10 +76,26 @@ struct metadef_info {
  * @dev_va: out: its device virtual address in the caller's domain (what
  *          METADEF_IOC_COPY and the device's MMU take)
  * @reserved: in: must be zero; out: zero
+ * @range_start: in: with METADEF_ALLOC_RANGE, the lowest pool offset the
+ *               region may start at, page-aligned; without it, zero
+ * @range_end: in: with METADEF_ALLOC_RANGE, the pool offset the region must
+ *             end by (exclusive), page-aligned and above @range_start;
+ *             without it, zero
+ *
+ * Pool offsets are bytes from the start of the pool, 0 to INFO's pool_size;
+ * page-aligned means to INFO's page_size. METADEF_ALLOC_RANGE is for a
+ * device whose DMA reaches only part of the pool (a 32-bit window, the
+ * CPU-visible part of a BAR): the region lies inside [range_start,
+ * range_end), as low as it fits there, or as high with TOPDOWN. A range_end
+ * past the pool stands for the pool's end; a range_start at or past it is
+ * EINVAL, as is a range field that breaks the rules above.
  *
  * The memory is all zeroes. Fails with EINVAL (malformed), ENOMEM (no
- * space), EDQUOT (the domain's quota would be exceeded) or ENODEV (no
- * pool); nothing is allocated or charged then.
+ * space, or none inside the range), EDQUOT (the domain's quota would be
+ * exceeded) or ENODEV (no pool); nothing is allocated or charged then.
+ *
+ * The struct grew: METADEF_ALLOC_SIZE_VER0 is its size before the range
+ * fields, which a caller built with it never sends (and so reads as zero).
  */
 struct metadef_alloc {
 	__u64 size;
@@ -90,7 +107,11 @@ struct metadef_alloc {
 	__u64 alloc_size;
 	__u64 dev_va;
 	__u64 reserved[2];
+	__u64 range_start;
+	__u64 range_end;
 };
+
+#define METADEF_ALLOC_SIZE_VER0	72	/* up to reserved[] */
 
 /**
  * struct metadef_free - METADEF_IOC_FREE: drop a region's handle

@@ -169,12 +169,12 @@ static __always_inline int ba_alloc(struct ba *ba, u32 i, unsigned int order)
 				      &ba->drms[i], 0);
 }
 
-/* One chunk at exactly @offset (to fragment a pool). */
+/* One chunk at @offset (to fragment a pool): a window with one place. */
 static int ba_alloc_at(struct ba *ba, u32 i, u64 offset)
 {
 	if (ba->kind == A_MD)
-		return md_buddy_alloc(ba->md, &ba->mds[i], CHUNK, 0, offset, 0,
-				      MD_BUDDY_EXACT, GFP_KERNEL);
+		return md_buddy_alloc(ba->md, &ba->mds[i], CHUNK, 0, offset,
+				      offset + CHUNK, MD_BUDDY_RANGE, GFP_KERNEL);
 	return drm_buddy_alloc_blocks(&ba->drm, offset, offset + CHUNK, CHUNK,
 				      CHUNK, &ba->drms[i], 0);
 }
