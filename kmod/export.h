@@ -11,8 +11,10 @@
 #include <linux/export.h>
 #include <linux/kconfig.h>
 
+#include "compat.h"
+
 #if IS_ENABLED(CONFIG_KUNIT)
-#define MD_EXPORT_FOR_TESTS(sym) EXPORT_SYMBOL_NS_GPL(sym, METADEF_KUNIT)
+#define MD_EXPORT_FOR_TESTS(sym) EXPORT_SYMBOL_NS_GPL(sym, MD_NS(METADEF_KUNIT))
 #else
 #define MD_EXPORT_FOR_TESTS(sym)
 #endif

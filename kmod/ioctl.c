@@ -72,6 +72,14 @@ int md_alloc_check(const struct metadef_alloc *arg)
 		return -EINVAL;
 	if (arg->align && !is_power_of_2(arg->align))
 		return -EINVAL;
+	if (arg->flags & METADEF_ALLOC_RANGE) {
+		if (!PAGE_ALIGNED(arg->range_start) ||
+		    !PAGE_ALIGNED(arg->range_end) ||
+		    arg->range_start >= arg->range_end)
+			return -EINVAL;
+	} else if (arg->range_start || arg->range_end) {
+		return -EINVAL;
+	}
 	return 0;
 }
 MD_EXPORT_FOR_TESTS(md_alloc_check);
@@ -217,7 +225,7 @@ static const struct md_ioctl_desc md_ioctls[] = {
 	{
 		.cmd = METADEF_IOC_ALLOC,
 		.name = "ALLOC",
-		.min_size = sizeof(struct metadef_alloc),
+		.min_size = METADEF_ALLOC_SIZE_VER0,
 		.handler = md_ioctl_alloc,
 		.undo = md_ioctl_alloc_undo,
 		.commit = md_ioctl_alloc_commit,
@@ -326,6 +334,8 @@ long md_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	ksize = _IOC_SIZE(d->cmd);
 	BUILD_BUG_ON(sizeof(struct metadef_info) > MD_IOCTL_MAX_SIZE);
 	BUILD_BUG_ON(sizeof(struct metadef_alloc) > MD_IOCTL_MAX_SIZE);
+	BUILD_BUG_ON(offsetofend(struct metadef_alloc, reserved) !=
+		     METADEF_ALLOC_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct metadef_free) > MD_IOCTL_MAX_SIZE);
 	BUILD_BUG_ON(sizeof(struct metadef_quota) > MD_IOCTL_MAX_SIZE);
 	BUILD_BUG_ON(sizeof(struct metadef_copy) > MD_IOCTL_MAX_SIZE);

@@ -81,13 +81,6 @@ int md_pool_alloc_range(struct md_pool *pool, struct md_buddy_alloc *a,
 			u64 size, u64 align, u64 start, u64 end,
 			unsigned int flags);
 
-/* Anywhere in the pool: no MD_BUDDY_RANGE in @flags. */
-static inline int md_pool_alloc(struct md_pool *pool, struct md_buddy_alloc *a,
-				u64 size, u64 align, unsigned int flags)
-{
-	return md_pool_alloc_range(pool, a, size, align, 0, 0, flags);
-}
-
 void md_pool_free(struct md_pool *pool, struct md_buddy_alloc *a);
 void md_pool_usage(struct md_pool *pool, u64 *avail, u64 *largest);
 void md_pool_show(struct md_pool *pool, struct seq_file *m);

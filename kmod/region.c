@@ -76,6 +76,8 @@ int md_region_create(struct md_domain *dom, struct metadef_alloc *arg,
 
 	if (arg->flags & METADEF_ALLOC_TOPDOWN)
 		bflags |= MD_BUDDY_TOPDOWN;
+	if (arg->flags & METADEF_ALLOC_RANGE)
+		bflags |= MD_BUDDY_RANGE;
 
 	/* The reference taken here becomes the region's. */
 	pool = md_pool_current(mdev);
@@ -119,7 +121,8 @@ int md_region_create(struct md_domain *dom, struct metadef_alloc *arg,
 		md_pool_put(pool);
 		return ret;
 	}
-	ret = md_pool_alloc(pool, &r->alloc, arg->size, arg->align, bflags);
+	ret = md_pool_alloc_range(pool, &r->alloc, arg->size, arg->align,
+				  arg->range_start, arg->range_end, bflags);
 	if (ret) {
 		md_domain_uncharge(dom, PAGE_ALIGN(arg->size));
 		kfree(r);

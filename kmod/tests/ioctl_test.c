@@ -111,6 +111,52 @@ static void alloc_check(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, md_alloc_check(&a), -EINVAL);
 }
 
+static void alloc_check_range(struct kunit *test)
+{
+	struct metadef_alloc a = { .size = 1, .flags = METADEF_ALLOC_RANGE };
+
+	a.range_end = SZ_1M;
+	KUNIT_EXPECT_EQ(test, md_alloc_check(&a), 0);
+	a.flags |= METADEF_ALLOC_TOPDOWN;
+	a.range_start = PAGE_SIZE;
+	KUNIT_EXPECT_EQ(test, md_alloc_check(&a), 0);
+	/* Page-aligned both ends, or refused. */
+	a.range_start = 1;
+	KUNIT_EXPECT_EQ(test, md_alloc_check(&a), -EINVAL);
+	a.range_start = PAGE_SIZE;
+	a.range_end = SZ_1M + 1;
+	KUNIT_EXPECT_EQ(test, md_alloc_check(&a), -EINVAL);
+	/* Empty or reversed. */
+	a.range_end = PAGE_SIZE;
+	KUNIT_EXPECT_EQ(test, md_alloc_check(&a), -EINVAL);
+	a.range_end = 0;
+	KUNIT_EXPECT_EQ(test, md_alloc_check(&a), -EINVAL);
+	a.range_start = 0;
+	KUNIT_EXPECT_EQ(test, md_alloc_check(&a), -EINVAL);
+	/* Without the flag the fields must be zero. */
+	a.flags = 0;
+	KUNIT_EXPECT_EQ(test, md_alloc_check(&a), 0);
+	a.range_end = SZ_1M;
+	KUNIT_EXPECT_EQ(test, md_alloc_check(&a), -EINVAL);
+	a.range_end = 0;
+	a.range_start = PAGE_SIZE;
+	KUNIT_EXPECT_EQ(test, md_alloc_check(&a), -EINVAL);
+}
+
+/* ALLOC grew the range fields: callers built before them are still served. */
+static void lookup_alloc_sizes(struct kunit *test)
+{
+	unsigned int v0 = METADEF_ALLOC_SIZE_VER0;
+
+	KUNIT_EXPECT_EQ(test, v0, (unsigned int)offsetofend(struct metadef_alloc,
+							   reserved));
+	KUNIT_EXPECT_NOT_NULL(test, md_ioctl_lookup(_IOC(_IOC_READ | _IOC_WRITE,
+		METADEF_IOC_MAGIC, 0x01, v0)));
+	KUNIT_EXPECT_NOT_NULL(test, md_ioctl_lookup(METADEF_IOC_ALLOC));
+	KUNIT_EXPECT_NULL(test, md_ioctl_lookup(_IOC(_IOC_READ | _IOC_WRITE,
+		METADEF_IOC_MAGIC, 0x01, v0 - 8)));
+}
+
 static struct kunit_case md_ioctl_cases[] = {
 	KUNIT_CASE(lookup_info),
 	KUNIT_CASE(lookup_wrong_type_nr_dir),
@@ -118,6 +164,8 @@ static struct kunit_case md_ioctl_cases[] = {
 	KUNIT_CASE(info_check_reserved),
 	KUNIT_CASE(info_fill),
 	KUNIT_CASE(alloc_check),
+	KUNIT_CASE(alloc_check_range),
+	KUNIT_CASE(lookup_alloc_sizes),
 	{}
 };
 
@@ -128,6 +176,6 @@ static struct kunit_suite md_ioctl_suite = {
 
 kunit_test_suite(md_ioctl_suite);
 
-MODULE_IMPORT_NS(METADEF_KUNIT);
+MODULE_IMPORT_NS(MD_NS(METADEF_KUNIT));
 MODULE_DESCRIPTION("KUnit suites for metadef.ko");
 MODULE_LICENSE("GPL");

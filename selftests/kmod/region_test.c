@@ -34,6 +34,18 @@ static int md_alloc(int fd, uint64_t size, uint64_t align, uint32_t flags,
 	return ioctl(fd, METADEF_IOC_ALLOC, out) ? -errno : 0;
 }
 
+/* An allocation inside [start, end) of the pool. */
+static int md_alloc_range(int fd, uint64_t size, uint32_t flags,
+			  uint64_t start, uint64_t end, struct metadef_alloc *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->size = size;
+	out->flags = flags;
+	out->range_start = start;
+	out->range_end = end;
+	return ioctl(fd, METADEF_IOC_ALLOC, out) ? -errno : 0;
+}
+
 static int md_free(int fd, uint32_t handle)
 {
 	struct metadef_free f = { .handle = handle };
@@ -71,6 +83,26 @@ static int regions_of(pid_t pid)
 			n++;
 	fclose(f);
 	return n;
+}
+
+/* The pool offset of @pid's region @handle, from debugfs "regions". */
+static uint64_t region_offset(pid_t pid, uint32_t handle)
+{
+	char line[256];
+	unsigned long long off;
+	unsigned int h;
+	int d, p;
+	uint64_t ret = UINT64_MAX;
+	FILE *f = fopen("/sys/kernel/debug/metadef/regions", "r");
+
+	if (!f)
+		return ret;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%d\t%u\t%d\t%llx", &d, &h, &p, &off) == 4 &&
+		    p == pid && h == handle)
+			ret = off;
+	fclose(f);
+	return ret;
 }
 
 /* debugfs "pool" says the pool is one physically contiguous range. */
@@ -180,6 +212,92 @@ TEST_F(region, dev_addr_and_alignment)
 		EXPECT_EQ(b.dev_addr, a.dev_addr + self->info.pool_size - 4096);
 	EXPECT_EQ(0, md_free(self->fd, a.handle));
 	EXPECT_EQ(0, md_free(self->fd, b.handle));
+	EXPECT_POOL_WHOLE(self->fd);
+}
+
+/*
+ * RANGE: the region lies inside the window, in one free block of the pool:
+ * bottom-up at the window's start and top-down at its end while the pool is
+ * empty, in the piece that holds it once the window is fragmented; a window
+ * past the pool stops at the pool's end.
+ */
+TEST_F(region, alloc_in_range)
+{
+	const uint64_t p = 4096, size = self->info.pool_size;
+	uint64_t lo = (size / 2) & ~(16 * p - 1), hi = lo + 16 * p;
+	struct metadef_alloc a, b, c;
+
+	ASSERT_EQ(0, md_alloc_range(self->fd, 3 * p, METADEF_ALLOC_RANGE,
+				    lo, hi, &a));
+	EXPECT_EQ(3 * p, a.alloc_size);
+	EXPECT_EQ(lo, region_offset(getpid(), a.handle));
+	ASSERT_EQ(0, md_alloc_range(self->fd, 3 * p,
+				    METADEF_ALLOC_RANGE | METADEF_ALLOC_TOPDOWN,
+				    lo, hi, &b));
+	EXPECT_EQ(hi - 3 * p, region_offset(getpid(), b.handle));
+	/*
+	 * Ten pages are free between them, but in pieces of four at most:
+	 * five need a block of eight, so they do not fit; four do.
+	 */
+	EXPECT_EQ(-ENOMEM, md_alloc_range(self->fd, 5 * p, METADEF_ALLOC_RANGE,
+					  lo, hi, &c));
+	ASSERT_EQ(0, md_alloc_range(self->fd, 4 * p, METADEF_ALLOC_RANGE,
+				    lo, hi, &c));
+	EXPECT_EQ(lo + 4 * p, region_offset(getpid(), c.handle));
+	EXPECT_EQ(0, md_free(self->fd, c.handle));
+	/* Past the end of the pool: the pool's end. */
+	ASSERT_EQ(0, md_alloc_range(self->fd, p,
+				    METADEF_ALLOC_RANGE | METADEF_ALLOC_TOPDOWN,
+				    size - p, size + SZ_1M, &c));
+	EXPECT_EQ(size - p, region_offset(getpid(), c.handle));
+	EXPECT_EQ(0, md_free(self->fd, a.handle));
+	EXPECT_EQ(0, md_free(self->fd, b.handle));
+	EXPECT_EQ(0, md_free(self->fd, c.handle));
+	EXPECT_POOL_WHOLE(self->fd);
+}
+
+TEST_F(region, invalid_range_requests)
+{
+	uint64_t size = self->info.pool_size;
+	const uint32_t r = METADEF_ALLOC_RANGE;
+	struct metadef_alloc a;
+
+	EXPECT_EQ(-EINVAL, md_alloc_range(self->fd, 4096, r, 0, 0, &a));
+	EXPECT_EQ(-EINVAL, md_alloc_range(self->fd, 4096, r, SZ_1M, SZ_1M, &a));
+	EXPECT_EQ(-EINVAL, md_alloc_range(self->fd, 4096, r, SZ_1M, 4096, &a));
+	EXPECT_EQ(-EINVAL, md_alloc_range(self->fd, 4096, r, 1, SZ_1M, &a));
+	EXPECT_EQ(-EINVAL, md_alloc_range(self->fd, 4096, r, 0, SZ_1M - 1, &a));
+	EXPECT_EQ(-EINVAL, md_alloc_range(self->fd, 4096, r, size, size + SZ_1M,
+					  &a));
+	/* Without the flag, the fields must be zero. */
+	EXPECT_EQ(-EINVAL, md_alloc_range(self->fd, 4096, 0, 0, SZ_1M, &a));
+	EXPECT_EQ(-EINVAL, md_alloc_range(self->fd, 4096, 0, 4096, 0, &a));
+	/* Well-formed, but the window is smaller than the size. */
+	EXPECT_EQ(-ENOMEM, md_alloc_range(self->fd, 2 * 4096, r, 0, 4096, &a));
+	EXPECT_POOL_WHOLE(self->fd);
+	EXPECT_EQ(0, regions_of(getpid()));
+}
+
+/*
+ * A caller built before the range fields sends the first 72 bytes only:
+ * served, and whatever lies past them is not read.
+ */
+TEST_F(region, alloc_from_old_caller)
+{
+	const unsigned long old = _IOC(_IOC_READ | _IOC_WRITE,
+				       METADEF_IOC_MAGIC, 0x01,
+				       METADEF_ALLOC_SIZE_VER0);
+	struct metadef_alloc a;
+
+	memset(&a, 0, sizeof(a));
+	a.size = 4096;
+	a.range_start = 1;	/* invalid, were it read */
+	a.range_end = 1;
+	ASSERT_EQ(0, ioctl(self->fd, old, &a));
+	EXPECT_EQ(4096, a.alloc_size);
+	EXPECT_NE(0, a.handle);
+	EXPECT_EQ(1, a.range_start);	/* nor written */
+	EXPECT_EQ(0, md_free(self->fd, a.handle));
 	EXPECT_POOL_WHOLE(self->fd);
 }
 
