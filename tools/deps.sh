@@ -15,8 +15,8 @@ debug="linux-source-6.1 bc flex bison libelf-dev libssl-dev cpio xz-utils
        qemu-system-x86 busybox-static"
 bench="libjemalloc-dev libmimalloc-dev"
 # The kernel matrix: 6.12+ modules need pahole for BTF; trixie's kernels
-# build in a trixie root (gcc-14, glibc 2.38).
-matrix="dwarves debootstrap qemu-system-x86 busybox-static cpio xz-utils kmod"
+# build in a trixie root (gcc-14, glibc 2.38); every build runs sparse.
+matrix="dwarves debootstrap sparse qemu-system-x86 busybox-static cpio xz-utils kmod"
 
 case "${1:-all}" in
 host)	want="$host" ;;

@@ -356,12 +356,25 @@ TEST_F(dmabuf, drm_driver_imports_and_maps)
 	EXPECT_EQ(0, vgem_attachments());
 	close(buf);
 
-	/* A read-only dma-buf is not mapped for a device to write. */
+	/*
+	 * A read-only dma-buf is not mapped for a device to write. Up to 6.12
+	 * vgem maps at import, so the import itself fails; 7.x attaches at
+	 * import and maps only when the GEM object is used, which nothing here
+	 * does: the import then succeeds and must leave only an attachment.
+	 */
 	ASSERT_EQ(0, export(self->fd, self->reg.handle, 0, &ro));
 	memset(&ph, 0, sizeof(ph));
 	ph.fd = ro;
-	EXPECT_EQ(-1, ioctl(vgem, DRM_IOCTL_PRIME_FD_TO_HANDLE, &ph));
-	EXPECT_EQ(EACCES, errno);
+	errno = 0;
+	if (ioctl(vgem, DRM_IOCTL_PRIME_FD_TO_HANDLE, &ph)) {
+		EXPECT_EQ(EACCES, errno);
+	} else {
+		TH_LOG("this kernel's vgem maps lazily: import attached only");
+		EXPECT_EQ(1, vgem_attachments());
+		memset(&gc, 0, sizeof(gc));
+		gc.handle = ph.handle;
+		EXPECT_EQ(0, ioctl(vgem, DRM_IOCTL_GEM_CLOSE, &gc));
+	}
 	EXPECT_EQ(0, vgem_attachments());
 	close(ro);
 	close(vgem);
