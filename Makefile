@@ -7,10 +7,11 @@
 #   make demo            boot a VM, load the module, show what it does
 #   make bench           benchmarks (not part of check)
 #   make install         library, headers, pkg-config file, tools
+#   make uninstall       what make install put there
 #   make modules_install metadef.ko for modprobe
 #
 # Variables: KDIR (kernel build tree; default: tools/kdir), PREFIX, DESTDIR,
-# CC, CFLAGS, BUILD (directory for user-space objects, default build/).
+# CC, CFLAGS, LDFLAGS, BUILD (user-space objects, default build/).
 
 VERSION		:= 0.1.0
 SOVERSION	:= 0
@@ -29,6 +30,7 @@ B		:= $(BUILD)
 CC		?= cc
 AR		?= ar
 CFLAGS		?= -O2 -g
+LDFLAGS		?=
 MD_CFLAGS	:= -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE \
 		   -Iinclude -Iinclude/uapi -DMD_VERSION='"$(VERSION)"' -MMD -MP
 LIB_CFLAGS	:= $(MD_CFLAGS) -fPIC -fvisibility=hidden
@@ -56,15 +58,19 @@ KSFT_BINS	:= $(KSFT_SRCS:selftests/kmod/%.c=$(B)/selftests/kmod/%)
 # host tests: the library, natively.
 HOST_SRCS	:= $(wildcard selftests/lib/*_test.c)
 HOST_BINS	:= $(HOST_SRCS:selftests/lib/%.c=$(B)/selftests/lib/%)
+# ... and shell tests (install_test.sh), run from the source tree.
+HOST_SCRIPTS	:= $(wildcard selftests/lib/*_test.sh)
+HOST_BINS	+= $(HOST_SCRIPTS:selftests/lib/%.sh=$(B)/selftests/lib/%)
 KSFT_HDR	:= $(B)/ksft/kselftest_harness.h
 
+.PHONY: uninstall
 .PHONY: all module lib tools selftests selftests-kmod selftests-host check check-host check-vm \
 	check-debug check-matrix demo bench bench-buddy bench-plan bench-exact install modules_install clean deps help
 
 all: module lib tools selftests
 
 help:
-	@sed -n '3,14p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,15p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	tools/deps.sh all
@@ -93,11 +99,21 @@ $(LIB_A): $(LIB_OBJS)
 
 $(LIB_SO): $(LIB_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -shared -Wl,-soname,$(LIB_SONAME) -o $@ $^ $(PTHREAD)
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(LIB_SONAME) -o $@ $^ $(PTHREAD)
 	ln -sf $(notdir $@) $(B)/$(LIB_SONAME)
 	ln -sf $(LIB_SONAME) $(B)/libmetadef.so
 
-$(B)/metadef.pc: Makefile
+# The .pc names the install paths: rebuilt whenever they change, not only
+# when the Makefile does (make lib; make install PREFIX=/usr).
+PC_PATHS	:= $(PREFIX):$(LIBDIR):$(INCLUDEDIR)
+$(B)/.pc-paths: FORCE
+	@mkdir -p $(@D)
+	@[ "$$(cat $@ 2>/dev/null)" = '$(PC_PATHS)' ] || echo '$(PC_PATHS)' >$@
+
+.PHONY: FORCE
+FORCE:
+
+$(B)/metadef.pc: Makefile $(B)/.pc-paths
 	@mkdir -p $(@D)
 	printf '%s\n' \
 		'prefix=$(PREFIX)' \
@@ -115,22 +131,27 @@ $(B)/metadef.pc: Makefile
 # the VM without an installed libmetadef.
 $(B)/bin/metadefctl: $(wildcard tools/metadefctl/*.c) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(PTHREAD)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(PTHREAD)
 
 $(B)/bin/metadef-plan: $(wildcard tools/plan/*.c) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(PTHREAD)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(PTHREAD)
 
 $(KSFT_HDR):
 	tools/ksft-headers $(B)/ksft
 
 $(B)/selftests/kmod/%: selftests/kmod/%.c $(KSFT_HDR) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(TEST_CFLAGS) -o $@ $< $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_CFLAGS) -o $@ $< $(LIB_A)
+
+$(B)/selftests/lib/%: selftests/lib/%.sh
+	@mkdir -p $(@D)
+	printf '#!/bin/sh\nexec %s "$$@"\n' '$(CURDIR)/$<' >$@
+	chmod 755 $@
 
 $(B)/selftests/lib/%: selftests/lib/%.c $(KSFT_HDR) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(TEST_CFLAGS) -Ilib -o $@ $< $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_CFLAGS) -Ilib -o $@ $< $(LIB_A)
 
 # The library's threaded parts under ThreadSanitizer: the whole library and
 # the tests that race it, instrumented (the reuse protocol, the pools'
@@ -188,7 +209,7 @@ demo:
 # installed).
 $(B)/demo/region $(B)/demo/runtime: $(B)/demo/%: tools/demo/%.c $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
 
 bench: bench-buddy bench-copy bench-plan bench-exact bench-dynamic bench-alloc
 
@@ -199,7 +220,7 @@ bench-plan: $(B)/bench/plan_bench
 
 $(B)/bench/plan_bench: tools/bench/plan_bench.c $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
 
 # The exact planner on the MiniMalloc problems at their known capacities
 # (against MiniMalloc's published times) and on random problems.
@@ -208,7 +229,7 @@ bench-exact: $(B)/bench/exact_bench
 
 $(B)/bench/exact_bench: tools/bench/exact_bench.c $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
 
 # The dynamic pool on a detection-like trace of varying input sizes, against
 # a region per tensor and a planned region per request (host backend).
@@ -218,7 +239,7 @@ bench-dynamic: $(B)/bench/dynamic_bench
 
 $(B)/bench/dynamic_bench: tools/bench/dynamic_bench.c $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
 
 # The tiered pools' alloc+free latency against glibc malloc, jemalloc and
 # mimalloc (dlopen()ed when installed: tools/deps.sh bench), same traces.
@@ -228,7 +249,7 @@ bench-alloc: $(B)/bench/alloc_bench
 
 $(B)/bench/alloc_bench: tools/bench/alloc_bench.c $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD) -ldl -lm
+	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD) -ldl -lm
 
 # metadef's buddy allocator against the kernel's drm_buddy, in one VM run.
 bench-buddy:
@@ -254,10 +275,24 @@ install: lib tools
 	install -m 644 $(B)/metadef.pc $(DESTDIR)$(PKGCONFIGDIR)/
 	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/
 
+# INSTALL_MOD_PATH (a staging root) reaches depmod too: never the
+# machine's own /lib/modules when installing elsewhere.
 modules_install:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules_install
-	depmod -A $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
+	depmod $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) -A \
+		$(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
 		$(KDIR)/include/generated/utsrelease.h) 2>/dev/null || true
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/libmetadef.a \
+		$(DESTDIR)$(LIBDIR)/libmetadef.so.$(VERSION) \
+		$(DESTDIR)$(LIBDIR)/$(LIB_SONAME) \
+		$(DESTDIR)$(LIBDIR)/libmetadef.so \
+		$(DESTDIR)$(PKGCONFIGDIR)/metadef.pc \
+		$(DESTDIR)$(INCLUDEDIR)/linux/metadef.h \
+		$(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(TOOLS))) \
+		$(addprefix $(DESTDIR)$(INCLUDEDIR)/metadef/,$(notdir $(wildcard include/metadef/*.h)))
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/metadef 2>/dev/null
 
 clean:
 	rm -rf $(B)
