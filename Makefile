@@ -8,7 +8,7 @@
 #   make bench           benchmarks (not part of check)
 #   make install         library, headers, pkg-config file, tools
 #   make uninstall       what make install put there
-#   make modules_install metadef.ko for modprobe
+#   make modules_install metadef.ko for modprobe (or: make dkms-source)
 #
 # Variables: KDIR (kernel build tree; default: tools/kdir), PREFIX, DESTDIR,
 # CC, CFLAGS, LDFLAGS, BUILD (user-space objects, default build/).
@@ -282,6 +282,20 @@ modules_install:
 	depmod $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) -A \
 		$(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
 		$(KDIR)/include/generated/utsrelease.h) 2>/dev/null || true
+
+# The module's sources and dkms.conf for DKMS, which rebuilds metadef.ko
+# on every kernel upgrade: make dkms-source; dkms install metadef/$(VERSION)
+DKMS_SRC	?= /usr/src/metadef-$(VERSION)
+.PHONY: dkms-source
+dkms-source:
+	install -d $(DESTDIR)$(DKMS_SRC)
+	cp -r --no-preserve=ownership Kbuild include $(DESTDIR)$(DKMS_SRC)/
+	install -d $(DESTDIR)$(DKMS_SRC)/kmod $(DESTDIR)$(DKMS_SRC)/kmod/tests
+	install -m 644 kmod/Kbuild $(filter-out %.mod.c,$(wildcard kmod/*.c)) kmod/*.h \
+		$(DESTDIR)$(DKMS_SRC)/kmod/
+	install -m 644 kmod/tests/Kbuild $(filter-out %.mod.c,$(wildcard kmod/tests/*.c)) \
+		$(DESTDIR)$(DKMS_SRC)/kmod/tests/
+	sed 's/@VERSION@/$(VERSION)/' tools/dkms/dkms.conf >$(DESTDIR)$(DKMS_SRC)/dkms.conf
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libmetadef.a \

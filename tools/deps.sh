@@ -10,7 +10,7 @@ set -eu
 
 host="gcc make pkg-config libnl-3-dev libnl-genl-3-dev"
 vm="linux-headers-amd64 linux-image-amd64 qemu-system-x86 busybox-static
-    cpio xz-utils kmod linux-source-6.1 libdrm-dev"
+    cpio xz-utils kmod linux-source-6.1 libdrm-dev dkms"
 debug="linux-source-6.1 bc flex bison libelf-dev libssl-dev cpio xz-utils
        qemu-system-x86 busybox-static"
 bench="libjemalloc-dev libmimalloc-dev"
