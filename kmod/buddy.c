@@ -393,7 +393,7 @@ int md_buddy_alloc(struct md_buddy *mm, struct md_buddy_alloc *a, u64 size,
 	a->live = true;
 	return 0;
 }
-MD_EXPORT_FOR_TESTS(md_buddy_alloc);
+EXPORT_SYMBOL_IF_KUNIT(md_buddy_alloc);
 
 /**
  * md_buddy_free() - give an allocation back
@@ -426,7 +426,7 @@ int md_buddy_free(struct md_buddy *mm, struct md_buddy_alloc *a)
 	a->live = false;
 	return 0;
 }
-MD_EXPORT_FOR_TESTS(md_buddy_free);
+EXPORT_SYMBOL_IF_KUNIT(md_buddy_free);
 
 /* ------------------------------------------------------ setup, queries */
 
@@ -532,7 +532,7 @@ int md_buddy_init_capped(struct md_buddy *mm, u64 size, u64 chunk,
 	mm->avail = mm->size;
 	return 0;
 }
-MD_EXPORT_FOR_TESTS(md_buddy_init_capped);
+EXPORT_SYMBOL_IF_KUNIT(md_buddy_init_capped);
 
 /**
  * md_buddy_init() - manage [0, size) with no limit on block sizes
@@ -546,7 +546,7 @@ int md_buddy_init(struct md_buddy *mm, u64 size, u64 chunk)
 {
 	return md_buddy_init_capped(mm, size, chunk, 0);
 }
-MD_EXPORT_FOR_TESTS(md_buddy_init);
+EXPORT_SYMBOL_IF_KUNIT(md_buddy_init);
 
 /*
  * md_buddy_fini() - release the bitmaps. Allocations still live need
@@ -559,7 +559,7 @@ void md_buddy_fini(struct md_buddy *mm)
 	kfree(mm->bits);
 	memset(mm, 0, sizeof(*mm));
 }
-MD_EXPORT_FOR_TESTS(md_buddy_fini);
+EXPORT_SYMBOL_IF_KUNIT(md_buddy_fini);
 
 u64 md_buddy_largest(const struct md_buddy *mm)
 {
@@ -567,7 +567,7 @@ u64 md_buddy_largest(const struct md_buddy *mm)
 		return 0;
 	return bsize(mm, fls64(mm->nonempty) - 1);
 }
-MD_EXPORT_FOR_TESTS(md_buddy_largest);
+EXPORT_SYMBOL_IF_KUNIT(md_buddy_largest);
 
 #define check(cond, fmt, ...) ({					\
 	bool __bad = !(cond);						\
@@ -683,7 +683,7 @@ int md_buddy_check(const struct md_buddy *mm)
 		return -EUCLEAN;
 	return 0;
 }
-MD_EXPORT_FOR_TESTS(md_buddy_check);
+EXPORT_SYMBOL_IF_KUNIT(md_buddy_check);
 
 void md_buddy_show(const struct md_buddy *mm, struct seq_file *m)
 {

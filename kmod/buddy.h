@@ -36,6 +36,7 @@
 #ifndef _METADEF_BUDDY_H
 #define _METADEF_BUDDY_H
 
+#include <linux/bits.h>
 #include <linux/types.h>
 
 struct seq_file;
@@ -44,8 +45,8 @@ struct seq_file;
 #define MD_BUDDY_LEVELS		6	/* bitmap levels: 2^36 bits on 64-bit */
 
 /* md_buddy_alloc() flags */
-#define MD_BUDDY_TOPDOWN	(1u << 0)	/* prefer the highest offsets */
-#define MD_BUDDY_RANGE		(1u << 1)	/* place inside [start, end) */
+#define MD_BUDDY_TOPDOWN	BIT(0)	/* prefer the highest offsets */
+#define MD_BUDDY_RANGE		BIT(1)	/* place inside [start, end) */
 #define MD_BUDDY_FLAGS		(MD_BUDDY_TOPDOWN | MD_BUDDY_RANGE)
 
 /**
@@ -133,6 +134,5 @@ static inline u64 md_buddy_block_size(const struct md_buddy *mm,
 u64 md_buddy_largest(const struct md_buddy *mm);
 int md_buddy_check(const struct md_buddy *mm);
 void md_buddy_show(const struct md_buddy *mm, struct seq_file *m);
-
 
 #endif /* _METADEF_BUDDY_H */

@@ -3,6 +3,10 @@
  * Every difference between the kernels metadef.ko builds on (Debian's
  * 5.10, 6.1, 6.12 and 7.3), in one place: each keyed on the release that
  * changed it, with the reason. No other file tests LINUX_VERSION_CODE.
+ * (An out-of-tree module must build on kernels it was not merged into,
+ * which is why checkpatch's LINUX_VERSION_CODE and constant-comparison
+ * warnings are expected here and only here; tools/checkpatch skips them
+ * for this file.)
  */
 #ifndef _METADEF_COMPAT_H
 #define _METADEF_COMPAT_H
@@ -69,6 +73,22 @@ static inline void md_vma_set_file(struct vm_area_struct *vma,
 #define MD_NS(ns)	#ns
 #else
 #define MD_NS(ns)	ns
+#endif
+
+/*
+ * EXPORT_SYMBOL_IF_KUNIT() came with <kunit/visibility.h> in 6.2; before,
+ * the same by hand (5.10, 6.1).
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+#include <kunit/visibility.h>
+#else
+#include <linux/export.h>
+#if IS_ENABLED(CONFIG_KUNIT)
+#define EXPORT_SYMBOL_IF_KUNIT(sym) \
+	EXPORT_SYMBOL_NS(sym, EXPORTED_FOR_KUNIT_TESTING)
+#else
+#define EXPORT_SYMBOL_IF_KUNIT(sym)
+#endif
 #endif
 
 #endif /* _METADEF_COMPAT_H */

@@ -42,7 +42,7 @@
 struct md_dmabuf {
 	struct md_region *r;
 	struct file *mapping;
-	struct mutex lock;
+	struct mutex lock;	/* guards @attachments */
 	struct list_head attachments;
 };
 

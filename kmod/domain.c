@@ -123,7 +123,7 @@ int md_domain_bind_pool(struct md_domain *dom, struct md_pool *pool)
 	if (READ_ONCE(dom->pool) == pool)
 		return 0;
 	md_pool_get(pool);
-	if (cmpxchg(&dom->pool, NULL, pool) == NULL)
+	if (!cmpxchg(&dom->pool, NULL, pool))
 		return 0;
 	md_pool_put(pool);
 	return READ_ONCE(dom->pool) == pool ? 0 : -ENODEV;

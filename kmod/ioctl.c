@@ -30,7 +30,7 @@ int md_info_check(const struct metadef_info *info)
 		return -EINVAL;
 	return 0;
 }
-MD_EXPORT_FOR_TESTS(md_info_check);
+EXPORT_SYMBOL_IF_KUNIT(md_info_check);
 
 void md_info_fill(struct md_domain *dom, struct metadef_info *info)
 {
@@ -51,7 +51,7 @@ void md_info_fill(struct md_domain *dom, struct metadef_info *info)
 		strscpy(info->backend, "none", sizeof(info->backend));
 	}
 }
-MD_EXPORT_FOR_TESTS(md_info_fill);
+EXPORT_SYMBOL_IF_KUNIT(md_info_fill);
 
 static int md_ioctl_info(struct md_domain *dom, void *arg, void **priv)
 {
@@ -82,7 +82,7 @@ int md_alloc_check(const struct metadef_alloc *arg)
 	}
 	return 0;
 }
-MD_EXPORT_FOR_TESTS(md_alloc_check);
+EXPORT_SYMBOL_IF_KUNIT(md_alloc_check);
 
 static int md_ioctl_alloc(struct md_domain *dom, void *data,
 			  void **priv)
@@ -311,7 +311,7 @@ const struct md_ioctl_desc *md_ioctl_lookup(unsigned int cmd)
 	}
 	return NULL;
 }
-MD_EXPORT_FOR_TESTS(md_ioctl_lookup);
+EXPORT_SYMBOL_IF_KUNIT(md_ioctl_lookup);
 
 long md_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {

@@ -30,7 +30,7 @@ struct platform_device;
 struct vfsmount;
 
 /* Device VAs: a region's is this base plus its pool offset, in every table. */
-#define MD_DEV_VA_BASE		(1ULL << 40)
+#define MD_DEV_VA_BASE		BIT_ULL(40)
 
 /* The last faults of the copy engine, for debugfs "faults". */
 #define MD_FAULT_LOG		64
@@ -89,7 +89,7 @@ struct md_fault_entry {
 struct md_device {
 	struct miscdevice misc;
 	struct platform_device *pdev;
-	struct mutex pool_lock;
+	struct mutex pool_lock;		/* guards @pool */
 	struct md_pool *pool;
 	struct xarray domains;
 	u32 next_domain;
@@ -99,14 +99,14 @@ struct md_device {
 	u64 pool_size;
 	u64 default_quota;
 	struct ida colors;
-	struct mutex share_lock;
+	struct mutex share_lock;	/* sharing, see share.c */
 	struct rb_root grants;
 	atomic64_t import_seq;
-	spinlock_t fault_lock;
+	spinlock_t fault_lock;		/* guards the fault log */
 	struct md_fault_entry faults[MD_FAULT_LOG];
 	u64 nr_faults;
 	struct dentry *mmu_debugfs;
-	struct mutex users_lock;
+	struct mutex users_lock;	/* guards @users */
 	struct xarray users;
 	unsigned int max_user_domains;
 	u64 max_user_bytes;

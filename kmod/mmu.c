@@ -22,7 +22,7 @@
 
 #define LEVELS		4
 #define LEVEL_BITS	9
-#define ENTRIES		(1u << LEVEL_BITS)
+#define ENTRIES		BIT(LEVEL_BITS)
 #define PTE_VALID	BIT_ULL(0)
 #define PTE_TABLE_MASK	GENMASK_ULL(51, 12)
 #define PTE_PAGE_MASK	GENMASK_ULL(47, 12)
@@ -55,7 +55,7 @@ int md_mmu_init(struct md_mmu *mmu, u16 color)
 	mmu->nr_leaves = 0;
 	return 0;
 }
-MD_EXPORT_FOR_TESTS(md_mmu_init);
+EXPORT_SYMBOL_IF_KUNIT(md_mmu_init);
 
 static void free_level(u64 *table, int level)
 {
@@ -76,7 +76,7 @@ void md_mmu_fini(struct md_mmu *mmu)
 	mmu->nr_tables = 0;
 	mmu->nr_leaves = 0;
 }
-MD_EXPORT_FOR_TESTS(md_mmu_fini);
+EXPORT_SYMBOL_IF_KUNIT(md_mmu_fini);
 
 /*
  * The leaf entry for @va, allocating missing tables when @alloc; NULL when
@@ -185,7 +185,7 @@ int md_mmu_map(struct md_mmu *mmu, u64 va, u64 pool_off, u64 size,
 	up_write(&mmu->lock);
 	return ret;
 }
-MD_EXPORT_FOR_TESTS(md_mmu_map);
+EXPORT_SYMBOL_IF_KUNIT(md_mmu_map);
 
 /* Unmap every page of [@va, @va + @size) that is mapped; the rest is fine. */
 void md_mmu_unmap(struct md_mmu *mmu, u64 va, u64 size)
@@ -196,7 +196,7 @@ void md_mmu_unmap(struct md_mmu *mmu, u64 va, u64 size)
 	unmap_locked(mmu, va, size);
 	up_write(&mmu->lock);
 }
-MD_EXPORT_FOR_TESTS(md_mmu_unmap);
+EXPORT_SYMBOL_IF_KUNIT(md_mmu_unmap);
 
 /* Does leaf @e allow @access in @mmu? */
 static enum md_mmu_fault leaf_check(struct md_mmu *mmu, const u64 *e,
@@ -236,7 +236,7 @@ enum md_mmu_fault md_mmu_translate(struct md_mmu *mmu, u64 va,
 	*pool_off = (*e & PTE_PAGE_MASK) | (va & ~PAGE_MASK);
 	return MD_MMU_OK;
 }
-MD_EXPORT_FOR_TESTS(md_mmu_translate);
+EXPORT_SYMBOL_IF_KUNIT(md_mmu_translate);
 
 /**
  * md_mmu_translate_run() - translate as much as one contiguous run
@@ -282,10 +282,13 @@ enum md_mmu_fault md_mmu_translate_run(struct md_mmu *mmu, u64 va, u64 max,
 	want = *e + PAGE_SIZE;
 	while (n < max && next < VA_LIMIT) {
 		/* Within a leaf table the next entry is the next page. */
-		if (table_index(next, 0))
+		if (table_index(next, 0)) {
 			e++;
-		else if (!(e = walk(mmu, next, false)))
-			break;
+		} else {
+			e = walk(mmu, next, false);
+			if (!e)
+				break;
+		}
 		if (*e != want)
 			break;
 		want += PAGE_SIZE;
@@ -295,7 +298,7 @@ enum md_mmu_fault md_mmu_translate_run(struct md_mmu *mmu, u64 va, u64 max,
 	*len = min(n, max);
 	return MD_MMU_OK;
 }
-MD_EXPORT_FOR_TESTS(md_mmu_translate_run);
+EXPORT_SYMBOL_IF_KUNIT(md_mmu_translate_run);
 
 /* The first runs of a range, remembered by the check for the copy. */
 #define MD_COPY_RUNS	4
@@ -403,7 +406,7 @@ int md_mmu_copy(struct md_mmu *mmu, u64 dst, u64 src, u64 size,
 	}
 	return 0;
 }
-MD_EXPORT_FOR_TESTS(md_mmu_copy);
+EXPORT_SYMBOL_IF_KUNIT(md_mmu_copy);
 
 const char *md_mmu_fault_name(enum md_mmu_fault f)
 {
@@ -419,7 +422,7 @@ const char *md_mmu_fault_name(enum md_mmu_fault f)
 	}
 	return "unknown";
 }
-MD_EXPORT_FOR_TESTS(md_mmu_fault_name);
+EXPORT_SYMBOL_IF_KUNIT(md_mmu_fault_name);
 
 static void count_level(u64 *table, int level, unsigned long *tables,
 			unsigned long *leaves, bool *bad)
@@ -465,7 +468,7 @@ int md_mmu_check(struct md_mmu *mmu)
 	up_read(&mmu->lock);
 	return bad ? -EUCLEAN : 0;
 }
-MD_EXPORT_FOR_TESTS(md_mmu_check);
+EXPORT_SYMBOL_IF_KUNIT(md_mmu_check);
 
 /* A run of leaves that map consecutive VAs to consecutive pool pages. */
 struct md_mmu_run {

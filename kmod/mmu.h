@@ -20,14 +20,15 @@
 #ifndef _METADEF_MMU_H
 #define _METADEF_MMU_H
 
+#include <linux/bits.h>
 #include <linux/rwsem.h>
 #include <linux/types.h>
 
 struct seq_file;
 
 #define MD_MMU_VA_BITS		48
-#define MD_MMU_READ		(1u << 1)
-#define MD_MMU_WRITE		(1u << 2)
+#define MD_MMU_READ		BIT(1)
+#define MD_MMU_WRITE		BIT(2)
 #define MD_MMU_PERMS		(MD_MMU_READ | MD_MMU_WRITE)
 
 /* Why a translation failed (positive codes, for the fault log). */
@@ -63,7 +64,7 @@ struct md_mmu_fault_info {
 };
 
 /* The copy engine moves at most this much between chances to reschedule. */
-#define MD_MMU_COPY_CHUNK	(1ULL << 20)
+#define MD_MMU_COPY_CHUNK	BIT_ULL(20)
 
 typedef void (*md_mmu_copy_fn)(void *ctx, u64 dst_off, u64 src_off, u64 len);
 

@@ -60,7 +60,7 @@ struct md_pool {
 	u64 size;
 	u64 max_block;
 	struct kref ref;
-	struct mutex lock;
+	struct mutex lock;		/* serialises @buddy */
 	struct md_buddy buddy;
 	bool gone;
 	struct rw_semaphore gone_sem;

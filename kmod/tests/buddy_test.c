@@ -190,7 +190,8 @@ static void invalid_requests_change_nothing(struct kunit *test)
 	struct md_buddy_alloc a = {};
 
 	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a, 0, 0, 0, 0, 0, GFP_KERNEL), -EINVAL);
-	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a, CHUNK, 3 * CHUNK, 0, 0, 0, GFP_KERNEL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a, CHUNK, 3 * CHUNK, 0, 0, 0,
+					     GFP_KERNEL), -EINVAL);
 	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a, CHUNK, 0, 0, 0, BIT(7), GFP_KERNEL), -EINVAL);
 	/* The bit that once asked for an exact offset is no flag any more. */
 	KUNIT_EXPECT_EQ(test, md_buddy_alloc(mm, &a, CHUNK, 0, 0, SZ_1M,

@@ -18,17 +18,21 @@ static void lookup_info(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, d->cmd, METADEF_IOC_INFO);
 }
 
+/* A read-write command of ours with number @nr and argument size @size. */
+#define RW_CMD(nr, size) \
+	_IOC(_IOC_READ | _IOC_WRITE, METADEF_IOC_MAGIC, (nr), (size))
+
 static void lookup_wrong_type_nr_dir(struct kunit *test)
 {
 	/* Another driver's magic with our number. */
-	KUNIT_EXPECT_NULL(test, md_ioctl_lookup(_IOWR('x', 0x00,
-					struct metadef_info)));
+	KUNIT_EXPECT_NULL(test,
+			  md_ioctl_lookup(_IOWR('x', 0x00, struct metadef_info)));
 	/* Our magic, a number nobody defined. */
-	KUNIT_EXPECT_NULL(test, md_ioctl_lookup(_IOWR(METADEF_IOC_MAGIC, 0x7f,
-					struct metadef_info)));
+	KUNIT_EXPECT_NULL(test,
+			  md_ioctl_lookup(_IOWR(METADEF_IOC_MAGIC, 0x7f, struct metadef_info)));
 	/* Right number, wrong direction. */
-	KUNIT_EXPECT_NULL(test, md_ioctl_lookup(_IOR(METADEF_IOC_MAGIC, 0x00,
-					struct metadef_info)));
+	KUNIT_EXPECT_NULL(test,
+			  md_ioctl_lookup(_IOR(METADEF_IOC_MAGIC, 0x00, struct metadef_info)));
 	KUNIT_EXPECT_NULL(test, md_ioctl_lookup(_IO(METADEF_IOC_MAGIC, 0x00)));
 }
 
@@ -37,14 +41,11 @@ static void lookup_sizes(struct kunit *test)
 	unsigned int base = sizeof(struct metadef_info);
 
 	/* Shorter than the first version: not a metadef caller. */
-	KUNIT_EXPECT_NULL(test, md_ioctl_lookup(_IOC(_IOC_READ | _IOC_WRITE,
-		METADEF_IOC_MAGIC, 0x00, base - 8)));
+	KUNIT_EXPECT_NULL(test, md_ioctl_lookup(RW_CMD(0x00, base - 8)));
 	/* A newer caller with a longer struct is dispatched. */
-	KUNIT_EXPECT_NOT_NULL(test, md_ioctl_lookup(_IOC(_IOC_READ | _IOC_WRITE,
-		METADEF_IOC_MAGIC, 0x00, base + 64)));
+	KUNIT_EXPECT_NOT_NULL(test, md_ioctl_lookup(RW_CMD(0x00, base + 64)));
 	/* But not one larger than the dispatcher can buffer. */
-	KUNIT_EXPECT_NULL(test, md_ioctl_lookup(_IOC(_IOC_READ | _IOC_WRITE,
-		METADEF_IOC_MAGIC, 0x00, 4096)));
+	KUNIT_EXPECT_NULL(test, md_ioctl_lookup(RW_CMD(0x00, 4096)));
 }
 
 static void info_check_reserved(struct kunit *test)
@@ -148,13 +149,11 @@ static void lookup_alloc_sizes(struct kunit *test)
 {
 	unsigned int v0 = METADEF_ALLOC_SIZE_VER0;
 
-	KUNIT_EXPECT_EQ(test, v0, (unsigned int)offsetofend(struct metadef_alloc,
-							   reserved));
-	KUNIT_EXPECT_NOT_NULL(test, md_ioctl_lookup(_IOC(_IOC_READ | _IOC_WRITE,
-		METADEF_IOC_MAGIC, 0x01, v0)));
+	KUNIT_EXPECT_EQ(test, v0,
+			(unsigned int)offsetofend(struct metadef_alloc, reserved));
+	KUNIT_EXPECT_NOT_NULL(test, md_ioctl_lookup(RW_CMD(0x01, v0)));
 	KUNIT_EXPECT_NOT_NULL(test, md_ioctl_lookup(METADEF_IOC_ALLOC));
-	KUNIT_EXPECT_NULL(test, md_ioctl_lookup(_IOC(_IOC_READ | _IOC_WRITE,
-		METADEF_IOC_MAGIC, 0x01, v0 - 8)));
+	KUNIT_EXPECT_NULL(test, md_ioctl_lookup(RW_CMD(0x01, v0 - 8)));
 }
 
 static struct kunit_case md_ioctl_cases[] = {
@@ -176,6 +175,6 @@ static struct kunit_suite md_ioctl_suite = {
 
 kunit_test_suite(md_ioctl_suite);
 
-MODULE_IMPORT_NS(MD_NS(METADEF_KUNIT));
+MODULE_IMPORT_NS(MD_NS(EXPORTED_FOR_KUNIT_TESTING));
 MODULE_DESCRIPTION("KUnit suites for metadef.ko");
 MODULE_LICENSE("GPL");
