@@ -4,6 +4,9 @@
 #
 #   make                 module + library + tools + selftests
 #   make check           deps + host + vm + debug tiers, one summary line
+#   make check-fuzz      long ioctl fuzzer run in one VM boot (not in check):
+#                        METADEF_FUZZ_CALLS (10^6), METADEF_FUZZ_SEED,
+#                        METADEF_FUZZ_KERNEL=debug (cached debug kernel)
 #   make demo            boot a VM, load the module, show what it does
 #   make bench           benchmarks (not part of check)
 #   make install         library, headers, pkg-config file, tools
@@ -59,12 +62,12 @@ HOST_BINS	:= $(HOST_SRCS:selftests/lib/%.c=$(B)/selftests/lib/%)
 KSFT_HDR	:= $(B)/ksft/kselftest_harness.h
 
 .PHONY: all module lib tools selftests selftests-kmod selftests-host check check-host check-vm \
-	check-debug demo bench bench-buddy bench-plan bench-exact install modules_install clean deps help
+	check-debug check-fuzz demo bench bench-buddy bench-plan bench-exact install modules_install clean deps help
 
 all: module lib tools selftests
 
 help:
-	@sed -n '3,14p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,17p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	tools/deps.sh all
@@ -175,6 +178,13 @@ check-vm:
 
 check-debug:
 	tools/check debug
+
+# The fuzzer (selftests/kmod/fuzz_test.c) for 10^6 ioctls in one boot of
+# Debian's kernel (a couple of minutes under TCG); METADEF_FUZZ_KERNEL=debug
+# boots the KASAN/lockdep kernel instead if tools/vm/build-kernel has it
+# cached (it is never built for this), at about 500 calls/s.
+check-fuzz:
+	tools/check fuzz
 
 demo:
 	tools/demo/run
