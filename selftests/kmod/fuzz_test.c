@@ -120,6 +120,7 @@ struct shared {
 	uint64_t calls;		/* ioctls by every worker so far */
 	uint32_t stop;
 	uint32_t nready;
+	uint32_t nstopped;	/* workers whose threads have all ended */
 	struct peer p[MAX_PROCS];
 };
 
@@ -1357,14 +1358,15 @@ static void op_probe(struct th *t)
 }
 
 /*
- * A read-only grant between two of our domains: the importer may read,
- * but not map for writing, nor mprotect, nor COPY into it; after REVOKE
- * it may do nothing (a page it had touched must SIGBUS). Fuzzing threads
- * may free or revoke the region under us: only successes count here.
+ * A read-only grant between two new domains of this thread's own: the
+ * importer may read, but not map for writing, nor mprotect, nor COPY into
+ * it; after REVOKE it may do nothing (a page it had touched must SIGBUS).
+ * Not our fuzzed domains: there another thread may FREE the region and
+ * ALLOC another that gets its handle number, and the REVOKE would then
+ * take back nothing of ours.
  */
 static void op_readonly(struct th *t)
 {
-	int s0 = rn(t, NSLOT), s1 = (s0 + 1 + rn(t, NSLOT - 1)) % NSLOT;
 	struct metadef_import im;
 	struct metadef_revoke rv;
 	struct metadef_grant g;
@@ -1373,12 +1375,10 @@ static void op_readonly(struct th *t)
 	unsigned char *own, *imp, v;
 	int ret, a0, a1;
 
-	slot_get(s0);
-	slot_get(s1);
-	a0 = slots[s0].fd;
-	a1 = slots[s1].fd;
+	a0 = open(DEV, O_RDWR | O_CLOEXEC);
+	a1 = open(DEV, O_RDWR | O_CLOEXEC);
 	t->calls++;
-	if (alloc(a0, 4 * PAGE, &a))
+	if (a0 < 0 || a1 < 0 || alloc(a0, 4 * PAGE, &a))
 		goto out;
 	own = mmap(NULL, 4 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, a0,
 		   a.mmap_offset);
@@ -1388,7 +1388,7 @@ static void op_readonly(struct th *t)
 	}
 	memset(&g, 0, sizeof(g));
 	g.handle = a.handle;
-	g.domain_id = slots[s1].dom;
+	g.domain_id = domain_of(a1);
 	g.flags = METADEF_SHARE_READ;
 	memset(&im, 0, sizeof(im));
 	if (fz_ioctl(t, a0, METADEF_IOC_GRANT, &g))
@@ -1416,7 +1416,7 @@ static void op_readonly(struct th *t)
 
 	memset(&rv, 0, sizeof(rv));
 	rv.handle = a.handle;
-	rv.domain_id = slots[s1].dom;
+	rv.domain_id = g.domain_id;
 	ret = fz_ioctl(t, a0, METADEF_IOC_REVOKE, &rv);
 	if (!ret) {
 		if (imp != MAP_FAILED) {
@@ -1437,8 +1437,10 @@ free:
 	release(a0, a.handle);
 	t->calls++;
 out:
-	slot_put(s1);
-	slot_put(s0);
+	if (a0 >= 0)
+		close(a0);
+	if (a1 >= 0)
+		close(a1);
 }
 
 static void op_canary(void)
@@ -1500,6 +1502,8 @@ static int thread_pages(struct th *t)
 	return mprotect(t->edge + PAGE, PAGE, PROT_NONE);
 }
 
+static int stopped;		/* counted in sh->nstopped */
+
 /* Exit status of a worker: 0, or which setup step failed. */
 static int worker(int idx, uint64_t seed)
 {
@@ -1544,6 +1548,15 @@ static int worker(int idx, uint64_t seed)
 	}
 	for (unsigned int i = 0; i < cfg.threads; i++)
 		pthread_join(tid[i], NULL);
+	/*
+	 * Our canary is freed when we exit, and its offset, VA and memory
+	 * go to someone else: no exit until nobody probes any more.
+	 */
+	stopped = 1;
+	__atomic_add_fetch(&sh->nstopped, 1, __ATOMIC_ACQ_REL);
+	for (int w = 0; w < 60000 &&
+	     __atomic_load_n(&sh->nstopped, __ATOMIC_ACQUIRE) < cfg.procs; w++)
+		usleep(1000);
 
 	bad = canary_changed();
 	probe(bad == 0, "worker %d's canary at the end: %d words changed", me,
@@ -1614,8 +1627,15 @@ TEST(fuzz)
 		fflush(stdout);
 		pids[i] = fork();
 		ASSERT_LE(0, pids[i]);
-		if (pids[i] == 0)
-			_exit(worker(i, s));
+		if (pids[i] == 0) {
+			int ret = worker(i, s);
+
+			/* Failed early: the others need not wait for us. */
+			if (!stopped)
+				__atomic_add_fetch(&sh->nstopped, 1,
+						   __ATOMIC_ACQ_REL);
+			_exit(ret);
+		}
 	}
 
 	/* Until the budget is spent, or the count is reached, or hung. */
