@@ -14,14 +14,17 @@
  * SIGBUS/SIGSEGV handler), fork (the child does a few things and exits),
  * close and reopen of descriptors, dma-buf export with mmap and close.
  *
- * Any syscall may fail with any errno. What must not happen: the kernel
- * complaining (the VM runner fails the run), a leak (after every worker has
- * gone, the pool must be all free and debugfs "regions" and "domains"
- * empty), a hang (every loop has a deadline), the kernel accepting an
- * argument it could not have read or written back, or a cross-domain
- * access working. For the last, each worker keeps a canary: a region in a
- * domain of its own that never shares anything, filled with a pattern
- * derived from its seed. Every worker probes the others' (and its own)
+ * A syscall may fail with any errno, with three exceptions the uAPI
+ * promises: ENOTTY for what is no command of ours, EBADF for a change
+ * through a read-only descriptor, EINVAL for a nonzero reserved byte, pad
+ * word, unknown flag or byte past the struct. What must not happen: the
+ * kernel complaining (the VM runner fails the run), a leak (after every
+ * worker has gone, the pool must be all free and debugfs "regions" and
+ * "domains" empty), a hang (every loop has a deadline), the kernel
+ * accepting an argument it could not have read or written back, another
+ * errno where one is promised, or a cross-domain access working. For the
+ * last, each worker keeps a canary: a region in a domain of its own that
+ * never shares anything, filled with a pattern derived from its seed. Every worker probes the others' (and its own)
  * canaries from fresh domains and from its fuzzed ones: their handles,
  * mmap offsets and device VAs (COPY from and to), tokens addressed to
  * other domains, SET_QUOTA without privileges, and through read-only and
@@ -112,6 +115,7 @@ struct peer {
 	/* figures */
 	uint64_t calls, refused, breaches, oddities;
 	uint64_t maps, touches, signals, forks, reopens, exports, probes;
+	uint64_t enotty, ebadf, einval;	/* calls whose errno was checked */
 	char breach[200];
 	char oddity[200];
 };
@@ -133,9 +137,13 @@ static struct peer *mine;
 static int privileged;
 static int canary_fd = -1;
 
+/* What a slot's descriptor is: it decides which errnos are right. */
+enum { SLOT_RW, SLOT_RO, SLOT_NONE /* /dev/null: the open failed */ };
+
 struct slot {
 	pthread_rwlock_t lock;	/* read: using fd; write: replacing it */
 	int fd;
+	int mode;
 	uint32_t dom;
 	uint32_t gen;
 };
@@ -547,41 +555,114 @@ struct cmd_desc {
 	unsigned long cmd;
 	const char *name;
 	size_t size;
-	size_t flags_off;	/* a __u32 flags word, or 0 */
-	size_t resv_off;
+	size_t flags_off;	/* the __u32 flags word */
+	size_t resv_off;	/* reserved: from here to the end */
 	size_t pad_off;		/* a __u32 pad word, or 0 */
+	uint32_t flags;		/* the flag bits it knows */
 };
 
-#define DESC(c, type, flags, pad) { c, #c, sizeof(type), flags, \
-	offsetof(type, reserved), pad }
+#define DESC(c, type, flags, pad, known) { c, #c, sizeof(type), flags, \
+	offsetof(type, reserved), pad, known }
 
 enum { C_INFO, C_ALLOC, C_FREE, C_QUOTA, C_COPY, C_GRANT, C_IMPORT,
 	C_REVOKE, C_EXPORT, NCMD };
 
 static const struct cmd_desc cmds[NCMD] = {
 	DESC(METADEF_IOC_INFO, struct metadef_info,
-	     offsetof(struct metadef_info, flags), 0),
+	     offsetof(struct metadef_info, flags), 0, 0),
 	DESC(METADEF_IOC_ALLOC, struct metadef_alloc,
-	     offsetof(struct metadef_alloc, flags), 0),
+	     offsetof(struct metadef_alloc, flags), 0, METADEF_ALLOC_FLAGS),
 	DESC(METADEF_IOC_FREE, struct metadef_free,
-	     offsetof(struct metadef_free, flags), 0),
+	     offsetof(struct metadef_free, flags), 0, 0),
 	DESC(METADEF_IOC_SET_QUOTA, struct metadef_quota,
-	     offsetof(struct metadef_quota, flags), 0),
+	     offsetof(struct metadef_quota, flags), 0, 0),
 	DESC(METADEF_IOC_COPY, struct metadef_copy,
 	     offsetof(struct metadef_copy, flags),
-	     offsetof(struct metadef_copy, pad)),
+	     offsetof(struct metadef_copy, pad), 0),
 	DESC(METADEF_IOC_GRANT, struct metadef_grant,
 	     offsetof(struct metadef_grant, flags),
-	     offsetof(struct metadef_grant, pad)),
+	     offsetof(struct metadef_grant, pad), METADEF_SHARE_FLAGS),
 	DESC(METADEF_IOC_IMPORT, struct metadef_import,
-	     offsetof(struct metadef_import, flags), 0),
+	     offsetof(struct metadef_import, flags), 0, 0),
 	DESC(METADEF_IOC_REVOKE, struct metadef_revoke,
 	     offsetof(struct metadef_revoke, flags),
-	     offsetof(struct metadef_revoke, pad)),
+	     offsetof(struct metadef_revoke, pad), 0),
 	DESC(METADEF_IOC_EXPORT_DMABUF, struct metadef_export,
 	     offsetof(struct metadef_export, flags),
-	     offsetof(struct metadef_export, pad)),
+	     offsetof(struct metadef_export, pad), METADEF_EXPORT_FLAGS),
 };
+
+/* The dispatcher's argument buffer (kmod/ioctl.c): larger is ENOTTY. */
+#define MAX_ARG 256
+
+/*
+ * The command @cmd names, as the uAPI defines them: type, number and
+ * direction of one of ours, at least its size and at most MAX_ARG.
+ * Anything else must fail with ENOTTY. Returns its index or -1.
+ */
+static int cmd_index(unsigned long cmd)
+{
+	unsigned int nr = _IOC_NR(cmd);
+
+	if (_IOC_TYPE(cmd) != METADEF_IOC_MAGIC || nr >= NCMD ||
+	    _IOC_DIR(cmd) != _IOC_DIR(cmds[nr].cmd) ||
+	    _IOC_SIZE(cmd) < cmds[nr].size || _IOC_SIZE(cmd) > MAX_ARG)
+		return -1;
+	return nr;
+}
+
+static uint32_t get32(const unsigned char *buf, size_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, buf + off, 4);
+	return v;
+}
+
+/*
+ * Is the argument @in (@usize bytes, as passed) one the uAPI says fails
+ * with EINVAL whatever else is in it? A reserved byte, the pad word, an
+ * unknown flag or a byte past the struct that is not zero; and a few
+ * documented field rules (ALLOC: size > 0, align a power of two; COPY:
+ * size > 0; GRANT: READ).
+ */
+static const char *malformed(int c, const unsigned char *in, size_t usize)
+{
+	const struct cmd_desc *d = &cmds[c];
+	uint64_t v, w;
+
+	for (size_t i = d->resv_off; i < d->size; i++)
+		if (in[i])
+			return "a reserved byte";
+	for (size_t i = d->size; i < usize; i++)
+		if (in[i])
+			return "a byte past the struct";
+	if (d->pad_off && get32(in, d->pad_off))
+		return "the pad word";
+	if (get32(in, d->flags_off) & ~d->flags)
+		return "an unknown flag";
+	switch (c) {
+	case C_ALLOC:
+		memcpy(&v, in + offsetof(struct metadef_alloc, size), 8);
+		memcpy(&w, in + offsetof(struct metadef_alloc, align), 8);
+		if (!v)
+			return "size 0";
+		if (w & (w - 1))
+			return "an align that is no power of two";
+		break;
+	case C_COPY:
+		memcpy(&v, in + offsetof(struct metadef_copy, size), 8);
+		if (!v)
+			return "size 0";
+		break;
+	case C_GRANT:
+		if (!(get32(in, d->flags_off) & METADEF_SHARE_READ))
+			return "no READ";
+		break;
+	}
+	return NULL;
+}
+
 
 static uint64_t rand_size(struct th *t)
 {
@@ -844,9 +925,10 @@ static void op_ioctl(struct th *t)
 	int s = rn(t, NSLOT), c = rn(t, NCMD), where = P_OK, known = 1;
 	unsigned long cmd = cmds[c].cmd;
 	unsigned int size = cmds[c].size, dir = _IOC_DIR(cmd);
-	unsigned char *arg;
+	unsigned char *arg, in[MAX_ARG + 64];
+	const char *bad = NULL;
+	int ret, fd, mode, idx;
 	uint32_t gen;
-	int ret, fd;
 
 	/* Keep the table from filling up with handles nobody frees. */
 	if (c == C_ALLOC && rec_count() > NREC - 8)
@@ -856,6 +938,7 @@ static void op_ioctl(struct th *t)
 	slot_get(s);
 	fd = slots[s].fd;
 	gen = slots[s].gen;
+	mode = slots[s].mode;
 	build(t, c, s, t->rw);
 	if (rn(t, 2)) {
 		memset(t->rw + size, 0, 512 - size);
@@ -925,8 +1008,35 @@ static void op_ioctl(struct th *t)
 	default:
 		arg = t->rw;
 	}
+	/* What the kernel will read, when it can read it all. */
+	idx = cmd_index(cmd);
+	if (idx >= 0 && (where == P_OK || where == P_MISALIGNED ||
+			 where == P_RO)) {
+		memcpy(in, where == P_MISALIGNED ? arg : t->rw,
+		       _IOC_SIZE(cmd));
+		bad = malformed(idx, in, _IOC_SIZE(cmd));
+	}
 	ret = fz_ioctl(t, fd, cmd, arg);
 	slot_put(s);
+
+	/* The errnos the uAPI promises, whatever else is going on. */
+	if (mode != SLOT_NONE && _IOC_TYPE(cmd) == METADEF_IOC_MAGIC &&
+	    idx < 0) {
+		add(&mine->enotty, 1);
+		if (ret != -ENOTTY)
+			oddity("%#lx, no command of ours, returned %d, not -ENOTTY",
+			       cmd, ret);
+	} else if (mode == SLOT_RO && idx > C_INFO) {
+		add(&mine->ebadf, 1);
+		if (ret != -EBADF)
+			oddity("%s (%#lx) on a read-only descriptor returned %d, not -EBADF",
+			       cmds[idx].name, cmd, ret);
+	} else if (bad && (mode == SLOT_RW || idx == C_INFO)) {
+		add(&mine->einval, 1);
+		if (ret != -EINVAL)
+			oddity("%s (%#lx) with %s returned %d, not -EINVAL",
+			       cmds[idx].name, cmd, bad, ret);
+	}
 	if (ret)
 		return;
 
@@ -1044,16 +1154,20 @@ static void op_munmap(struct th *t)
 static void op_reopen(struct th *t)
 {
 	int s = rn(t, NSLOT);
-	int fd;
+	int fd, mode;
 
 	pthread_rwlock_wrlock(&slots[s].lock);
 	close(slots[s].fd);
 	/* Now and then read-only: it may only ask. */
-	fd = open(DEV, (rn(t, 8) ? O_RDWR : O_RDONLY) | O_CLOEXEC);
-	if (fd < 0)	/* e.g. EMFILE: keep a valid descriptor anyway */
+	mode = rn(t, 8) ? SLOT_RW : SLOT_RO;
+	fd = open(DEV, (mode == SLOT_RW ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	if (fd < 0) {	/* e.g. EMFILE: keep a valid descriptor anyway */
 		fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		mode = SLOT_NONE;
+	}
 	pthread_mutex_lock(&tab_lock);
 	slots[s].fd = fd;
+	slots[s].mode = mode;
 	slots[s].gen++;
 	slots[s].dom = domain_of(fd);
 	pthread_mutex_unlock(&tab_lock);
@@ -1680,6 +1794,9 @@ TEST(fuzz)
 	elapsed_ms = (now_ns() - start) / 1000000;
 	calls = sh->calls;
 
+	printf("# fuzz: errnos checked: %llu ENOTTY, %llu EBADF, %llu EINVAL\n",
+	       (unsigned long long)TOTAL(enotty), (unsigned long long)TOTAL(ebadf),
+	       (unsigned long long)TOTAL(einval));
 	printf("# fuzz: %llu ioctls in %llu.%03llu s (%llu/s); %llu mmaps, %llu touches (%llu signals), %llu forks, %llu reopens, %llu dma-bufs, %llu probes\n",
 	       (unsigned long long)calls, (unsigned long long)elapsed_ms / 1000,
 	       (unsigned long long)elapsed_ms % 1000,
