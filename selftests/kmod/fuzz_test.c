@@ -12,7 +12,9 @@
  * that for an _IOWR command the copy-out fails after the copy-in worked).
  * Interleaved: mmap, touching and munmap of the handles' offsets (under a
  * SIGBUS/SIGSEGV handler), fork (the child does a few things and exits),
- * close and reopen of descriptors, dma-buf export with mmap and close.
+ * close and reopen of descriptors, descriptors passed to other workers
+ * (SCM_RIGHTS: then two processes fuzz one domain), dma-buf export with
+ * mmap and close.
  *
  * A syscall may fail with any errno, with three exceptions the uAPI
  * promises: ENOTTY for what is no command of ours, EBADF for a change
@@ -57,6 +59,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -115,6 +118,7 @@ struct peer {
 	/* figures */
 	uint64_t calls, refused, breaches, oddities;
 	uint64_t maps, touches, signals, forks, reopens, exports, probes;
+	uint64_t passes;
 	uint64_t enotty, ebadf, einval;	/* calls whose errno was checked */
 	char breach[200];
 	char oddity[200];
@@ -129,6 +133,8 @@ struct shared {
 };
 
 static struct shared *sh;
+/* socks[i]: worker i receives descriptors on [1]; the others send on [0]. */
+static int socks[MAX_PROCS][2];
 
 /* ------------------------------------------------- one worker process */
 
@@ -1150,21 +1156,10 @@ static void op_munmap(struct th *t)
 		munmap(m.p, m.len);
 }
 
-/* Close one descriptor and open another in its place (a new domain). */
-static void op_reopen(struct th *t)
+/* Put @fd in slot @s (write-locked), closing what was there. */
+static void slot_replace(int s, int fd, int mode)
 {
-	int s = rn(t, NSLOT);
-	int fd, mode;
-
-	pthread_rwlock_wrlock(&slots[s].lock);
 	close(slots[s].fd);
-	/* Now and then read-only: it may only ask. */
-	mode = rn(t, 8) ? SLOT_RW : SLOT_RO;
-	fd = open(DEV, (mode == SLOT_RW ? O_RDWR : O_RDONLY) | O_CLOEXEC);
-	if (fd < 0) {	/* e.g. EMFILE: keep a valid descriptor anyway */
-		fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		mode = SLOT_NONE;
-	}
 	pthread_mutex_lock(&tab_lock);
 	slots[s].fd = fd;
 	slots[s].mode = mode;
@@ -1172,8 +1167,74 @@ static void op_reopen(struct th *t)
 	slots[s].dom = domain_of(fd);
 	pthread_mutex_unlock(&tab_lock);
 	__atomic_store_n(&mine->dom[s], slots[s].dom, __ATOMIC_RELAXED);
+}
+
+/* Close one descriptor and open another in its place (a new domain). */
+static void op_reopen(struct th *t)
+{
+	int s = rn(t, NSLOT);
+	int fd, mode;
+
+	pthread_rwlock_wrlock(&slots[s].lock);
+	/* Now and then read-only: it may only ask. */
+	mode = rn(t, 8) ? SLOT_RW : SLOT_RO;
+	fd = open(DEV, (mode == SLOT_RW ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	if (fd < 0) {	/* e.g. EMFILE: keep a valid descriptor anyway */
+		fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		mode = SLOT_NONE;
+	}
+	slot_replace(s, fd, mode);
 	pthread_rwlock_unlock(&slots[s].lock);
 	add(&mine->reopens, 1);
+}
+
+/*
+ * Pass one of our descriptors to another worker (SCM_RIGHTS over its
+ * datagram socket), or take one that was passed to us in place of one
+ * of ours: from then on both workers fuzz the same domain.
+ */
+static void op_pass(struct th *t)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))], byte = 0;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	int s = rn(t, NSLOT), fd = -1, mode, fl;
+
+	memset(cbuf, 0, sizeof(cbuf));
+	if (rn(t, 2)) {
+		int q = pick_peer(t, 1);
+
+		if (q == me)
+			return;
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		slot_get(s);
+		memcpy(CMSG_DATA(cm), &slots[s].fd, sizeof(int));
+		if (sendmsg(socks[q][0], &mh, MSG_DONTWAIT) == 1)
+			add(&mine->passes, 1);
+		slot_put(s);
+		return;
+	}
+	if (recvmsg(socks[me][1], &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) != 1)
+		return;
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	if (fd < 0)
+		return;
+	fl = fcntl(fd, F_GETFL);
+	if (!domain_of(fd))
+		mode = SLOT_NONE;	/* someone's /dev/null stand-in */
+	else
+		mode = (fl & O_ACCMODE) == O_RDONLY ? SLOT_RO : SLOT_RW;
+	pthread_rwlock_wrlock(&slots[s].lock);
+	slot_replace(s, fd, mode);
+	pthread_rwlock_unlock(&slots[s].lock);
 }
 
 static void op_export(struct th *t)
@@ -1593,6 +1654,8 @@ static void *fuzz_thread(void *arg)
 			op_fork(t);
 		else if (op < 99)
 			op_canary();
+		else
+			op_pass(t);
 	}
 	flush_calls(t);
 	return NULL;
@@ -1733,6 +1796,9 @@ TEST(fuzz)
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, sh);
+	for (i = 0; i < cfg.procs; i++)
+		ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0,
+					socks[i]));
 	start = now_ns();
 	for (i = 0; i < cfg.procs; i++) {
 		uint64_t s = cfg.seed ^ (0x1000193ULL * (i + 1));
@@ -1750,6 +1816,12 @@ TEST(fuzz)
 						   __ATOMIC_ACQ_REL);
 			_exit(ret);
 		}
+	}
+
+	/* Only workers hold the sockets: the last one out drops what is in flight. */
+	for (i = 0; i < cfg.procs; i++) {
+		close(socks[i][0]);
+		close(socks[i][1]);
 	}
 
 	/* Until the budget is spent, or the count is reached, or hung. */
@@ -1797,13 +1869,14 @@ TEST(fuzz)
 	printf("# fuzz: errnos checked: %llu ENOTTY, %llu EBADF, %llu EINVAL\n",
 	       (unsigned long long)TOTAL(enotty), (unsigned long long)TOTAL(ebadf),
 	       (unsigned long long)TOTAL(einval));
-	printf("# fuzz: %llu ioctls in %llu.%03llu s (%llu/s); %llu mmaps, %llu touches (%llu signals), %llu forks, %llu reopens, %llu dma-bufs, %llu probes\n",
+	printf("# fuzz: %llu ioctls in %llu.%03llu s (%llu/s); %llu mmaps, %llu touches (%llu signals), %llu forks, %llu reopens, %llu descriptors passed, %llu dma-bufs, %llu probes\n",
 	       (unsigned long long)calls, (unsigned long long)elapsed_ms / 1000,
 	       (unsigned long long)elapsed_ms % 1000,
 	       (unsigned long long)(elapsed_ms ? calls * 1000 / elapsed_ms : 0),
 	       (unsigned long long)TOTAL(maps), (unsigned long long)TOTAL(touches),
 	       (unsigned long long)TOTAL(signals), (unsigned long long)TOTAL(forks),
-	       (unsigned long long)TOTAL(reopens), (unsigned long long)TOTAL(exports),
+	       (unsigned long long)TOTAL(reopens), (unsigned long long)TOTAL(passes),
+	       (unsigned long long)TOTAL(exports),
 	       (unsigned long long)TOTAL(probes));
 	printf("# METADEF-FIGURE ioctls_fuzzed %llu\n", (unsigned long long)calls);
 	printf("# METADEF-FIGURE cross_domain_refused %llu\n",
