@@ -26,11 +26,12 @@
  * accepting an argument it could not have read or written back, another
  * errno where one is promised, or a cross-domain access working. For the
  * last, each worker keeps a canary: a region in a domain of its own that
- * never shares anything, filled with a pattern derived from its seed. Every worker probes the others' (and its own)
- * canaries from fresh domains and from its fuzzed ones: their handles,
- * mmap offsets and device VAs (COPY from and to), tokens addressed to
- * other domains, SET_QUOTA without privileges, and through read-only and
- * revoked imports. Each refusal is counted; each success is a breach, and
+ * never shares anything, filled with a pattern derived from its seed.
+ * Every worker probes the others' (and its own) canaries from fresh
+ * domains and from its fuzzed ones: their handles, mmap offsets and
+ * device VAs (COPY from and to), tokens addressed to other domains,
+ * SET_QUOTA without privileges, and through read-only and revoked
+ * imports. Each refusal is counted; each success is a breach, and
  * so is a canary that changed or canary bytes showing up in a prober's
  * memory.
  *
