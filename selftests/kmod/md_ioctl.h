@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
@@ -140,6 +141,105 @@ static inline int my_domains(unsigned int except, struct dom_row *row)
 	}
 	fclose(f);
 	return n;
+}
+
+#define MD_DEBUGFS_DIR "/sys/kernel/debug/metadef/"
+
+/* Rows of a debugfs table below its header line; -1 without the file. */
+static inline int md_debugfs_rows(const char *name)
+{
+	char path[128], line[512];
+	int n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), MD_DEBUGFS_DIR "%s", name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n++;
+	fclose(f);
+	return n < 0 ? 0 : n;
+}
+
+/* What is left in the module: the pool's bytes, regions and domains. */
+struct md_leftovers {
+	long long pool_size;	/* -1: no "pool" file */
+	long long pool_free;
+	int regions;		/* rows of "regions", -1: no file */
+	int domains;		/* rows of "domains", -1: no file */
+};
+
+static inline struct md_leftovers md_leftovers(void)
+{
+	struct md_leftovers l = { -1, -1, -1, -1 };
+	char line[256];
+	long long v;
+	FILE *f = fopen(MD_DEBUGFS_DIR "pool", "r");
+
+	if (f) {
+		while (fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "size\t%lld", &v) == 1)
+				l.pool_size = v;
+			else if (sscanf(line, "free\t%lld", &v) == 1)
+				l.pool_free = v;
+		}
+		fclose(f);
+	}
+	l.regions = md_debugfs_rows("regions");
+	l.domains = md_debugfs_rows("domains");
+	return l;
+}
+
+/*
+ * Leaks: regions and domains left, plus pool bytes not free; -1 when
+ * debugfs cannot tell. Waits up to @ms for late releases (a dying
+ * process's files are closed before its parent reaps it, but allow for
+ * deferred work) and returns what it last saw in *@l.
+ */
+static inline long long md_leaks(int ms, struct md_leftovers *l)
+{
+	long long leaks = -1;
+
+	for (int waited = 0;; waited += 50) {
+		*l = md_leftovers();
+		if (l->pool_size < 0 || l->pool_free < 0 || l->regions < 0 ||
+		    l->domains < 0)
+			return -1;
+		leaks = l->regions + l->domains + (l->pool_size - l->pool_free);
+		if (!leaks || waited >= ms)
+			return leaks;
+		usleep(50 * 1000);
+	}
+}
+
+/*
+ * splitmix64: the selftests' seedable generator (one state per thread or
+ * process; a seed of 0 is fine).
+ */
+static inline uint64_t md_rand(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* A seed from the environment (decimal or 0x hex), or @dflt. */
+static inline uint64_t md_env_u64(const char *name, uint64_t dflt)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long long x;
+
+	if (!v || !*v)
+		return dflt;
+	errno = 0;
+	x = strtoull(v, &end, 0);
+	if (errno || *end)
+		return dflt;
+	return x;
 }
 
 #endif /* METADEF_KSFT_MD_IOCTL_H */
