@@ -52,6 +52,7 @@
 #include <linux/metadef.h>
 
 #include "md_ioctl.h"
+#include "md_touch.h"
 #include "kselftest_harness.h"
 
 #define DEV "/dev/metadef"
@@ -120,46 +121,7 @@ static long long leaks_after(struct __test_metadata *_metadata)
 
 /* ------------------------------------------------- touching safely */
 
-static __thread sigjmp_buf tl_jb;
-static __thread volatile sig_atomic_t tl_armed;
-
-static void on_fault(int sig)
-{
-	if (tl_armed) {
-		tl_armed = 0;
-		siglongjmp(tl_jb, sig);
-	}
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-static void catch_faults(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_fault;
-	sa.sa_flags = SA_NODEFER;
-	sigaction(SIGBUS, &sa, NULL);
-	sigaction(SIGSEGV, &sa, NULL);
-}
-
-/* Read the byte at @p (into *@v) or write @w there: 0 or the signal. */
-static int touch(volatile unsigned char *p, int write, unsigned char w,
-		 unsigned char *v)
-{
-	int sig = sigsetjmp(tl_jb, 0);
-
-	if (sig)
-		return sig;
-	tl_armed = 1;
-	if (write)
-		*p = w;
-	else
-		*v = *p;
-	tl_armed = 0;
-	return 0;
-}
+/* catch_faults() and touch(): md_touch.h */
 
 /* ------------------------------------------------- revoke vs. fault */
 
