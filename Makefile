@@ -24,6 +24,9 @@ LIBDIR		?= $(PREFIX)/lib
 INCLUDEDIR	?= $(PREFIX)/include
 BINDIR		?= $(PREFIX)/bin
 PKGCONFIGDIR	?= $(LIBDIR)/pkgconfig
+# The udev rule that gives /dev/metadef to group "metadef" (a local
+# install: the administrator's rules directory).
+UDEVDIR		?= /etc/udev/rules.d
 DESTDIR		?=
 
 KDIR		?= $(shell tools/kdir)
@@ -284,6 +287,8 @@ install: lib tools
 	install -m 644 include/uapi/linux/metadef.h $(DESTDIR)$(INCLUDEDIR)/linux/
 	install -m 644 $(B)/metadef.pc $(DESTDIR)$(PKGCONFIGDIR)/
 	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/
+	install -D -m 644 tools/udev/60-metadef.rules \
+		$(DESTDIR)$(UDEVDIR)/60-metadef.rules
 
 # INSTALL_MOD_PATH (a staging root) reaches depmod too: never the
 # machine's own /lib/modules when installing elsewhere.
@@ -313,6 +318,7 @@ uninstall:
 		$(DESTDIR)$(LIBDIR)/$(LIB_SONAME) \
 		$(DESTDIR)$(LIBDIR)/libmetadef.so \
 		$(DESTDIR)$(PKGCONFIGDIR)/metadef.pc \
+		$(DESTDIR)$(UDEVDIR)/60-metadef.rules \
 		$(DESTDIR)$(INCLUDEDIR)/linux/metadef.h \
 		$(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(TOOLS))) \
 		$(addprefix $(DESTDIR)$(INCLUDEDIR)/metadef/,$(notdir $(wildcard include/metadef/*.h)))

@@ -336,7 +336,7 @@ static int __init md_init(void)
 	md_dev.misc.minor = MISC_DYNAMIC_MINOR;
 	md_dev.misc.name = METADEF_DEVICE_NAME;
 	md_dev.misc.fops = &md_fops;
-	md_dev.misc.mode = 0666;
+	/* 0600: tools/udev/60-metadef.rules gives it to group "metadef". */
 	ret = misc_register(&md_dev.misc);
 	if (ret) {
 		pr_err("cannot register /dev/%s: %d\n", METADEF_DEVICE_NAME, ret);

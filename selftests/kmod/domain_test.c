@@ -159,7 +159,7 @@ TEST_F(dom, set_quota_needs_cap_sys_admin)
 		int fd;
 
 		/* Become nobody: no capabilities left. */
-		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+		if (become_nobody(0))
 			_exit(10);
 		fd = open(DEV, O_RDWR);
 		if (fd < 0)
@@ -234,7 +234,7 @@ TEST(domains_per_user_are_limited)
 	if (pid == 0) {
 		int fds[5], i, extra;
 
-		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+		if (become_nobody(0))
 			_exit(10);
 		for (i = 0; i < 4; i++)
 			if ((fds[i] = open(DEV, O_RDWR)) < 0)

@@ -83,7 +83,6 @@
 #define NBUF		4	/* dma-bufs a worker keeps open */
 #define NTOK		16	/* tokens a worker publishes */
 #define CANARY_SIZE	(4 * PAGE)
-#define NOBODY		65534
 
 /* ------------------------------------------------------------ config */
 
@@ -519,14 +518,20 @@ struct cmd_desc {
 	unsigned long cmd;
 	const char *name;
 	size_t size;
+	size_t min;		/* the first version's size (older callers) */
 	size_t flags_off;	/* the __u32 flags word */
-	size_t resv_off;	/* reserved: from here to the end */
+	size_t resv_off;	/* reserved: from here ... */
+	size_t resv_end;	/* ... to here */
 	size_t pad_off;		/* a __u32 pad word, or 0 */
 	uint32_t flags;		/* the flag bits it knows */
 };
 
-#define DESC(c, type, flags, pad, known) { c, #c, sizeof(type), flags, \
-	offsetof(type, reserved), pad, known }
+#define RESV_END(type) \
+	(offsetof(type, reserved) + sizeof(((type *)0)->reserved))
+#define DESC_V(c, type, min, flags, pad, known) { c, #c, sizeof(type), min, \
+	flags, offsetof(type, reserved), RESV_END(type), pad, known }
+#define DESC(c, type, flags, pad, known) \
+	DESC_V(c, type, sizeof(type), flags, pad, known)
 
 enum { C_INFO, C_ALLOC, C_FREE, C_QUOTA, C_COPY, C_GRANT, C_IMPORT,
 	C_REVOKE, C_EXPORT, NCMD };
@@ -534,8 +539,9 @@ enum { C_INFO, C_ALLOC, C_FREE, C_QUOTA, C_COPY, C_GRANT, C_IMPORT,
 static const struct cmd_desc cmds[NCMD] = {
 	DESC(METADEF_IOC_INFO, struct metadef_info,
 	     offsetof(struct metadef_info, flags), 0, 0),
-	DESC(METADEF_IOC_ALLOC, struct metadef_alloc,
-	     offsetof(struct metadef_alloc, flags), 0, METADEF_ALLOC_FLAGS),
+	/* ALLOC grew range_start/range_end past reserved: 72 bytes serve. */
+	DESC_V(METADEF_IOC_ALLOC, struct metadef_alloc, METADEF_ALLOC_SIZE_VER0,
+	       offsetof(struct metadef_alloc, flags), 0, METADEF_ALLOC_FLAGS),
 	DESC(METADEF_IOC_FREE, struct metadef_free,
 	     offsetof(struct metadef_free, flags), 0, 0),
 	DESC(METADEF_IOC_SET_QUOTA, struct metadef_quota,
@@ -570,7 +576,7 @@ static int cmd_index(unsigned long cmd)
 
 	if (_IOC_TYPE(cmd) != METADEF_IOC_MAGIC || nr >= NCMD ||
 	    _IOC_DIR(cmd) != _IOC_DIR(cmds[nr].cmd) ||
-	    _IOC_SIZE(cmd) < cmds[nr].size || _IOC_SIZE(cmd) > MAX_ARG)
+	    _IOC_SIZE(cmd) < cmds[nr].min || _IOC_SIZE(cmd) > MAX_ARG)
 		return -1;
 	return nr;
 }
@@ -587,19 +593,24 @@ static uint32_t get32(const unsigned char *buf, size_t off)
  * Is the argument @in (@usize bytes, as passed) one the uAPI says fails
  * with EINVAL whatever else is in it? A reserved byte, the pad word, an
  * unknown flag or a byte past the struct that is not zero; and a few
- * documented field rules (ALLOC: size > 0, align a power of two; COPY:
- * size > 0; GRANT: READ).
+ * documented field rules (ALLOC: size > 0, align a power of two, a
+ * range page-aligned and not empty with METADEF_ALLOC_RANGE, none
+ * without; COPY: size > 0; GRANT: READ). An older caller's shorter struct
+ * reads as zeroes past its end, as the kernel sees it.
  */
-static const char *malformed(int c, const unsigned char *in, size_t usize)
+static const char *malformed(int c, const unsigned char *arg, size_t usize)
 {
 	const struct cmd_desc *d = &cmds[c];
+	unsigned char in[MAX_ARG];
 	uint64_t v, w;
 
-	for (size_t i = d->resv_off; i < d->size; i++)
+	memset(in, 0, sizeof(in));
+	memcpy(in, arg, usize < d->size ? usize : d->size);
+	for (size_t i = d->resv_off; i < d->resv_end; i++)
 		if (in[i])
 			return "a reserved byte";
 	for (size_t i = d->size; i < usize; i++)
-		if (in[i])
+		if (arg[i])
 			return "a byte past the struct";
 	if (d->pad_off && get32(in, d->pad_off))
 		return "the pad word";
@@ -613,6 +624,14 @@ static const char *malformed(int c, const unsigned char *in, size_t usize)
 			return "size 0";
 		if (w & (w - 1))
 			return "an align that is no power of two";
+		memcpy(&v, in + offsetof(struct metadef_alloc, range_start), 8);
+		memcpy(&w, in + offsetof(struct metadef_alloc, range_end), 8);
+		if (!(get32(in, d->flags_off) & METADEF_ALLOC_RANGE)) {
+			if (v || w)
+				return "a range without METADEF_ALLOC_RANGE";
+		} else if ((v | w) & (PAGE - 1) || v >= w) {
+			return "a range not page-aligned or empty";
+		}
 		break;
 	case C_COPY:
 		memcpy(&v, in + offsetof(struct metadef_copy, size), 8);
@@ -814,7 +833,7 @@ static void mutate(struct th *t, int c, unsigned char *buf, size_t room)
 			put64(buf, 8 * rn(t, d->size / 8), interesting(t));
 			break;
 		case 4:		/* reserved */
-			buf[d->resv_off + rn(t, d->size - d->resv_off)] |=
+			buf[d->resv_off + rn(t, d->resv_end - d->resv_off)] |=
 				1u << rn(t, 8);
 			break;
 		case 5:		/* flags or pad */
@@ -1652,7 +1671,7 @@ static int worker(int idx, uint64_t seed)
 	privileged = !(idx & 1);
 	alarm(cfg.limit + 60);
 	if (!privileged &&
-	    (setresgid(NOBODY, NOBODY, NOBODY) || setresuid(NOBODY, NOBODY, NOBODY)))
+	    become_nobody(0))
 		return 10;
 	catch_faults();
 	if (make_canary(md_rand(&s)))

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -76,21 +77,56 @@ static int param_set(const char *name, const char *val)
 	return n < 0 ? -errno : 0;
 }
 
-/* Run @fn(@arg) in a child that has become nobody; its exit status. */
-static int as_nobody(int (*fn)(void *), void *arg)
+/*
+ * Run @fn(@arg) in a child that has become nobody (outside the device's
+ * group if @outsider); its exit status.
+ */
+static int as_nobody_in(int outsider, int (*fn)(void *), void *arg)
 {
 	int status;
 	pid_t pid = fork();
 
 	if (pid == 0) {
-		if (setresgid(65534, 65534, 65534) ||
-		    setresuid(65534, 65534, 65534))
+		if (become_nobody(outsider))
 			_exit(99);
 		_exit(fn(arg));
 	}
 	if (pid < 0 || waitpid(pid, &status, 0) != pid)
 		return -1;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int as_nobody(int (*fn)(void *), void *arg)
+{
+	return as_nobody_in(0, fn, arg);
+}
+
+/* 0 if /dev/metadef opens read-write, else errno. */
+static int try_open(void *arg)
+{
+	int fd = open_dev();
+
+	if (fd < 0)
+		return errno;
+	close(fd);
+	return 0;
+}
+
+/*
+ * The module makes the node root-only; the udev rule (done by the VM's
+ * init, which has no udev) gives it to group "metadef", mode 0660. A user
+ * in the group opens it, a user outside does not.
+ */
+TEST(device_node_is_for_its_group)
+{
+	struct stat st;
+
+	ASSERT_EQ(0, stat(DEV, &st));
+	if (!st.st_gid)
+		SKIP(return, "/dev/metadef has no group: no udev rule here");
+	EXPECT_EQ(0660, st.st_mode & 07777);
+	EXPECT_EQ(0, as_nobody_in(0, try_open, NULL));
+	EXPECT_EQ(EACCES, as_nobody_in(1, try_open, NULL));
 }
 
 /* A page the kernel can read the argument from but not answer into. */

@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -53,6 +55,30 @@ static inline int copy(int fd, uint64_t dst, uint64_t src, uint64_t size)
 	struct metadef_copy c = { .src_va = src, .dst_va = dst, .size = size };
 
 	return ioctl(fd, METADEF_IOC_COPY, &c) ? -errno : 0;
+}
+
+#define MD_NOBODY 65534
+
+/*
+ * Become nobody, a member of /dev/metadef's group (as a user the udev rule
+ * lets in: tools/udev/60-metadef.rules) and of no other, unless @outsider:
+ * then of no group at all. Root's supplementary groups are dropped either
+ * way. 0 or -1.
+ */
+static inline int become_nobody(int outsider)
+{
+	struct stat st;
+	gid_t g;
+
+	if (stat("/dev/" METADEF_DEVICE_NAME, &st))
+		return -1;
+	g = st.st_gid;
+	if (outsider || !g ? setgroups(0, NULL) : setgroups(1, &g))
+		return -1;
+	if (setresgid(MD_NOBODY, MD_NOBODY, MD_NOBODY) ||
+	    setresuid(MD_NOBODY, MD_NOBODY, MD_NOBODY))
+		return -1;
+	return 0;
 }
 
 static inline int share_grant(int fd, uint32_t handle, uint32_t to,

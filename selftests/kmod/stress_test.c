@@ -57,7 +57,6 @@
 
 #define DEV "/dev/metadef"
 #define PAGE 4096
-#define NOBODY 65534
 
 static struct {
 	uint64_t seed;
@@ -607,8 +606,7 @@ static void victim(int ready, int unprivileged, uint64_t seed)
 	int said = 0;
 
 	alarm(60);
-	if (unprivileged && (setresgid(NOBODY, NOBODY, NOBODY) ||
-			     setresuid(NOBODY, NOBODY, NOBODY)))
+	if (unprivileged && become_nobody(0))
 		_exit(10);
 	catch_faults();
 	kc.rng = seed;

@@ -41,10 +41,11 @@ ok $rc "install_into_destdir"
 
 pc=$dest/usr/lib/pkgconfig/metadef.pc
 grep -qx 'prefix=/usr' "$pc" 2>/dev/null &&
-	grep -qx 'libdir=/usr/lib' "$pc"
+	grep -qx 'libdir=/usr/lib' "$pc" &&
+	grep -q 'GROUP="metadef"' "$dest/etc/udev/rules.d/60-metadef.rules"
 rc=$?
 [ $rc = 0 ] || { echo "# $pc:"; sed 's/^/#   /' "$pc" 2>/dev/null; }
-ok $rc "pc_file_follows_prefix"
+ok $rc "pc_file_follows_prefix_udev_rule_installed"
 
 # A program against the staged copy, found through pkg-config alone.
 cat >"$tmp/prog.c" <<'EOF'
