@@ -146,23 +146,18 @@ static bool charge_within(atomic64_t *counter, u64 bytes, u64 limit)
 /**
  * md_domain_charge() - charge @bytes to @dom and to its user
  * @dom: the domain allocating
- * @bytes: what it asks for, whole pages
+ * @bytes: what it asks for, whole pages, at most @pool_size (the caller
+ *         refuses larger sizes first), so no counter comes near overflowing
  * @pool_size: the size of the pool it allocates from
  *
- * Nothing larger than the pool is ever charged, so no counter can come
- * near overflowing, whatever the caller asked for.
- *
- * Return: 0; -ENOMEM for more than the pool holds; -EDQUOT over the
- * domain's quota or (unprivileged domains) the user's limit. Nothing is
- * charged on error.
+ * Return: 0; -EDQUOT over the domain's quota or (unprivileged domains) the
+ * user's limit. Nothing is charged on error.
  */
 int md_domain_charge(struct md_domain *dom, u64 bytes, u64 pool_size)
 {
 	struct md_device *mdev = dom->dev;
 	u64 user_limit = U64_MAX;
 
-	if (bytes > pool_size)
-		return -ENOMEM;
 	if (!charge_within(&dom->used, bytes, READ_ONCE(dom->quota)))
 		return -EDQUOT;
 	if (!dom->privileged)

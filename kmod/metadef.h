@@ -258,8 +258,6 @@ void md_import_undo(struct md_domain *dom, struct metadef_import *arg,
 int md_revoke(struct md_domain *dom, struct metadef_revoke *arg);
 void md_unimport(struct md_import *imp);
 void md_share_domain_close(struct md_domain *dom);
-bool md_region_may_map(struct md_domain *dom, struct md_region *r,
-		       bool write);
 struct md_import *md_region_import_of(struct md_domain *dom,
 				      struct md_region *r);
 

@@ -194,9 +194,6 @@ int md_mmap(struct file *file, struct vm_area_struct *vma)
 	r = md_region_lookup_mmap(dom, vma->vm_pgoff);
 	if (!r)
 		return -EINVAL;
-	ret = check_vma(r, vma);
-	if (ret)
-		goto err_put;
 	m = kzalloc(sizeof(*m), GFP_KERNEL);
 	ret = -ENOMEM;
 	if (!m)
@@ -204,10 +201,14 @@ int md_mmap(struct file *file, struct vm_area_struct *vma)
 	refcount_set(&m->ref, 1);
 	m->r = r;
 
-	/* The rights of the mapping: the owner's, or those of one import. */
+	/*
+	 * The rights of the mapping, decided here only: the owner's while it
+	 * holds its handle, or those of one live import. Without either the
+	 * region is as good as not there.
+	 */
 	down_read(&r->imports_lock);
 	if (r->dom == dom) {
-		perm = MD_MMU_READ | MD_MMU_WRITE;
+		perm = READ_ONCE(r->handle) ? MD_MMU_READ | MD_MMU_WRITE : 0;
 	} else {
 		imp = md_region_import_of(dom, r);
 		perm = imp ? imp->perm : 0;
@@ -215,8 +216,11 @@ int md_mmap(struct file *file, struct vm_area_struct *vma)
 	}
 	up_read(&r->imports_lock);
 
-	ret = -EINVAL;		/* dropped meanwhile: as if never there */
+	ret = -EINVAL;
 	if (!perm)
+		goto err_free;
+	ret = check_vma(r, vma);
+	if (ret)
 		goto err_free;
 	/* A read-only import maps read-only, and cannot be made writable. */
 	if (!(perm & MD_MMU_WRITE)) {

@@ -277,9 +277,8 @@ void md_region_release_domain(struct md_domain *dom)
 }
 
 /*
- * The region behind mmap page offset @pgoff, with a reference, if @dom
- * holds a handle to it or a live import of it; NULL otherwise (not there,
- * another domain's, or freed and only mapped: all the same to the caller).
+ * The live region behind mmap page offset @pgoff, with a reference, or
+ * NULL. Whether @dom may map it is md_mmap()'s to decide.
  */
 struct md_region *md_region_lookup_mmap(struct md_domain *dom,
 					unsigned long pgoff)
@@ -294,12 +293,7 @@ struct md_region *md_region_lookup_mmap(struct md_domain *dom,
 	if (r && !kref_get_unless_zero(&r->ref))
 		r = NULL;
 	xa_unlock(&dom->dev->mmap_ids);
-	if (!r)
-		return NULL;
-	if (r->dom == dom ? READ_ONCE(r->handle) : md_region_may_map(dom, r, false))
-		return r;
-	md_region_put(r);
-	return NULL;
+	return r;
 }
 
 u64 md_region_mmap_offset(const struct md_region *r)

@@ -443,22 +443,3 @@ struct md_import *md_region_import_of(struct md_domain *dom,
 			return imp;
 	return NULL;
 }
-
-/*
- * May @dom map @r, for writing if @write? Its owner may; so may a domain
- * holding a live import with the permission.
- */
-bool md_region_may_map(struct md_domain *dom, struct md_region *r,
-		       bool write)
-{
-	struct md_import *imp;
-	bool ok;
-
-	if (r->dom == dom)
-		return true;
-	down_read(&r->imports_lock);
-	imp = md_region_import_of(dom, r);
-	ok = imp && (!write || (imp->perm & MD_MMU_WRITE));
-	up_read(&r->imports_lock);
-	return ok;
-}
