@@ -237,12 +237,18 @@ $(B)/bench/plan_bench: tools/bench/plan_bench.c $(LIB_A)
 
 # The exact planner on the MiniMalloc problems at their known capacities
 # (against MiniMalloc's published times) and on random problems.
+# MiniMalloc, run here, against the exact planner on generated problems
+# whose answer is known (EXACT_COUNT of them, EXACT_LIMIT s each).
+EXACT_COUNT	?= 120
+EXACT_LIMIT	?= 10
 bench-exact: $(B)/bench/exact_bench
-	timeout 900 $(B)/bench/exact_bench $(CURDIR)/../shared/bench/minimalloc-challenging 60
+	$(B)/bench/exact_bench -n $(EXACT_COUNT) -t $(EXACT_LIMIT) \
+		-m $(CURDIR)/../shared/peers/minimalloc/bin/minimalloc \
+		-d $(CURDIR)/../shared/bench/minimalloc-challenging
 
-$(B)/bench/exact_bench: tools/bench/exact_bench.c $(LIB_A)
+$(B)/bench/exact_bench: tools/bench/exact_bench.c tools/bench/cutgen.c tools/bench/cutgen.h $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(PTHREAD) -lm
 
 # The dynamic pool on a detection-like trace of varying input sizes, against
 # a region per tensor and a planned region per request (host backend).

@@ -35,6 +35,7 @@
  * static rank (long lifetimes, then large sizes first).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -47,7 +48,8 @@
 #define NONE		UINT32_MAX
 #define CHECK_EVERY	1023u		/* nodes between clock checks */
 #define MAX_CANDS	(4u << 20)	/* candidate stack entries (128 MiB) */
-#define MAX_DEPTH	8192u		/* recursion: ~3.5 MiB of stack */
+#define FRAME_BYTES	1024u		/* stack per level of the search */
+#define STACK_SPARE	(1u << 20)	/* stack for everything else */
 
 struct cand {
 	uint64_t c;			/* lowest offset on the skyline */
@@ -116,6 +118,7 @@ struct ex {
 	uint32_t *mark, stamp;		/* sections seen by local_bound() */
 	int fresh;			/* a new group: check every section */
 	uint32_t depth;			/* of the recursion */
+	uint32_t max_depth;		/* what the stack has room for */
 
 	/* arenas (indices, they move) */
 	struct cand *ca;
@@ -140,6 +143,9 @@ struct ex {
 	uint64_t budget_end;		/* node budget of this run */
 	int bstop;			/* the budget ran out */
 	int stop;			/* limit, cancel or no memory */
+	int why;			/* enum md_exact_stop, when stop */
+	unsigned int disabled;		/* enum md_exact_prune bits */
+	uint64_t max_nodes;		/* 0: none */
 	int nomem;
 	uint32_t *ranks;		/* norder rankings */
 	size_t norder, order;
@@ -192,8 +198,14 @@ static int check_limits(struct ex *e)
 {
 	double now;
 
-	if (e->cancel && *e->cancel)
+	if (e->cancel && *e->cancel && !e->stop) {
 		e->stop = 1;
+		e->why = MD_EXACT_STOP_CANCEL;
+	}
+	if (e->max_nodes && e->nodes >= e->max_nodes && !e->stop) {
+		e->stop = 1;
+		e->why = MD_EXACT_STOP_NODES;
+	}
 	if (e->stop)
 		return 1;
 	if (e->deadline <= 0 && !e->progress)
@@ -201,6 +213,7 @@ static int check_limits(struct ex *e)
 	now = elapsed(e);
 	if (e->deadline > 0 && now >= e->deadline) {
 		e->stop = 1;
+		e->why = MD_EXACT_STOP_TIME;
 		return 1;
 	}
 	if (e->progress && now - e->last_report >= 0.25)
@@ -324,7 +337,7 @@ static void memo_put(struct ex *e, uint64_t key)
  * still made: undo it), 1 otherwise; *zero is set when a boundary inside
  * x's lifetime is no longer crossed by any unplaced buffer.
  */
-static int place(struct ex *e, uint32_t x, uint64_t o, int *zero)
+static int place(struct ex *e, uint32_t x, uint64_t o, int *zero, int *hat)
 {
 	uint64_t sz = e->bx[x].sz, t = o + sz, cap = e->cap;
 	uint32_t lo = e->bx[x].lo, hi = e->bx[x].hi, s, k;
@@ -336,7 +349,7 @@ static int place(struct ex *e, uint32_t x, uint64_t o, int *zero)
 	r->spos = (uint32_t)e->nss;
 	for (s = lo; s < hi; s++) {
 		e->fs[e->nf++] = e->f[s];
-		if (o + e->R[s] > cap)
+		if (o + e->R[s] > cap && !(e->disabled & MD_EXACT_NO_SECTIONS))
 			ok = 0;
 		e->R[s] -= sz;
 		e->f[s] = t;
@@ -346,9 +359,12 @@ static int place(struct ex *e, uint32_t x, uint64_t o, int *zero)
 	for (s = lo; s + 1 < hi; s++)
 		if (!--e->cnt[s])
 			*zero = 1;
+	*hat = 0;
 	for (k = e->nbs[x]; k < e->nbs[x + 1]; k++) {
 		uint32_t y = e->nb[k];
 
+		if (!e->placed[y])
+			*hat = 1;
 		if (!e->placed[y] && e->bx[y].S < t) {
 			e->ss[e->nss].x = y;
 			e->ss[e->nss].s = e->bx[y].S;
@@ -431,7 +447,7 @@ static int section_ok(struct ex *e, uint32_t s)
 	t = (b1 > e->f[s] ? b1 : e->f[s]);
 	if (t + e->R[s] > e->cap)
 		return 0;
-	if (b2 == UINT64_MAX)
+	if (b2 == UINT64_MAX || (e->disabled & MD_EXACT_NO_STACKING))
 		return 1;
 	t += s1;
 	if (b2 > t)
@@ -650,8 +666,10 @@ static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr)
 		e->bstop = 1;
 		return -1;
 	}
-	if (cbase + nu > MAX_CANDS || e->depth >= MAX_DEPTH) {
-		e->stop = 1;	/* a limit, like the clock: not an error */
+	if (cbase + nu > MAX_CANDS || e->depth >= e->max_depth) {
+		/* a limit, like the clock: not an error */
+		e->stop = 1;
+		e->why = MD_EXACT_STOP_TOO_BIG;
 		return -1;
 	}
 	if (grow((void **)&e->ca, &e->ccap, cbase + nu, sizeof(*e->ca))) {
@@ -686,36 +704,44 @@ static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr)
 		if (end < e1)
 			e1 = end;
 	}
-	rmax = (uint64_t)st_max(e, 1, 0, e->tsize, g->sa, g->sb);
-	if (m + rmax > cap)
-		return 0;
-	if (e->fresh) {
+	if (e->disabled & MD_EXACT_NO_SECTIONS) {
+		rmax = 0;
 		e->fresh = 0;
-		if (!section_bound(e, g, cv, nu))
+	} else {
+		rmax = (uint64_t)st_max(e, 1, 0, e->tsize, g->sa, g->sb);
+		if (m + rmax > cap)
 			return 0;
-	} else if (!local_bound(e)) {
-		return 0;
+		if (e->fresh) {
+			e->fresh = 0;
+			if (!section_bound(e, g, cv, nu))
+				return 0;
+		} else if (!local_bound(e)) {
+			return 0;
+		}
 	}
 	key = e->H ^ g->X ^ e->capkey;
 	if (minc <= L)
 		key ^= mix64(L ^ ((uint64_t)lr << 40) ^ 0x632be59bd9b4e019ULL);
-	if (memo_has(e, key))
+	if (!(e->disabled & MD_EXACT_NO_MEMO) && memo_has(e, key))
 		return 0;
+	if (e->disabled & MD_EXACT_NO_DOMINANCE)
+		e1 = UINT64_MAX;
 	/* eligible: at or above L, and below the lowest end of all */
 	for (i = 0; i < nu; i++)
 		if (cv[i].b == cv[i].c && cv[i].c < e1 &&
 		    cv[i].c + rmax <= cap &&
-		    (e->twin[cv[i].x] == NONE || e->placed[e->twin[cv[i].x]]) &&
+		    (e->twin[cv[i].x] == NONE || e->placed[e->twin[cv[i].x]] ||
+		     (e->disabled & MD_EXACT_NO_SYMMETRY)) &&
 		    (cv[i].c > L || cv[i].r > lr))
 			cv[ne++] = cv[i];
 	sort_cands(cv, ne);
 	for (i = 0; i < ne; i++) {
 		struct cand cd = e->ca[cbase + i];
 		uint32_t *u = e->ua + g->ub, last = g->nu - 1, t;
-		int zero, ok;
+		int zero, ok, hat;
 
 		e->ctop = cbase + ne;
-		ok = place(e, cd.x, cd.c, &zero);
+		ok = place(e, cd.x, cd.c, &zero, &hat);
 		t = u[cd.pos];
 		u[cd.pos] = u[last];
 		u[last] = t;
@@ -725,7 +751,7 @@ static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr)
 			int parts = 0;
 
 			e->depth++;
-			if (zero && g->nu) {
+			if (zero && g->nu && !(e->disabled & MD_EXACT_NO_DECOMPOSE)) {
 				uint32_t s, nz = 0;
 
 				for (s = e->bx[cd.x].lo; s + 1 < e->bx[cd.x].hi; s++)
@@ -750,9 +776,18 @@ static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr)
 			e->ctop = cbase;
 			return ret;
 		}
+		/*
+		 * Hatless: nothing unplaced overlaps cd.x, so the rest did not
+		 * depend on it. Every later sibling goes above it (or level,
+		 * ranked after it), and cd.x, whose skyline nothing can raise
+		 * now, could never be placed after one: they all fail too.
+		 */
+		if (!hat && !(e->disabled & MD_EXACT_NO_HATLESS))
+			break;
 	}
 	e->ctop = cbase;
-	memo_put(e, key);
+	if (!(e->disabled & MD_EXACT_NO_MEMO))
+		memo_put(e, key);
 	return 0;
 }
 
@@ -907,7 +942,7 @@ static int find_twins(struct ex *e, const struct md_problem *p)
  * any section of the buffer's lifetime, W its lifetime, A its area
  * (lifetime x size), Z its size; then input order.
  */
-static const char *const orders[] = { "TWA", "ZWT", "TAW" };
+static const char *const orders[] = { "WAT", "TAW", "TWA" };
 #define NORDER (sizeof(orders) / sizeof(orders[0]))
 
 static int build_ranks(struct ex *e, const struct md_problem *p)
@@ -1226,7 +1261,7 @@ static int ex_run(struct ex *e, uint64_t cap)
 		if (!e->cnt[s])
 			e->zs[nz++] = s;
 	ret = 0;
-	if (nz)
+	if (nz && !(e->disabled & MD_EXACT_NO_DECOMPOSE))
 		ret = solve_parts(e, 0, g.nu, nz, 0, 0, &parts);
 	if (parts < 2) {
 		e->fresh = 1;
@@ -1249,11 +1284,15 @@ static int ex_solve(struct ex *e, uint64_t cap, uint64_t lb,
 		    uint64_t maxnodes)
 {
 	uint64_t budget = 4 * (uint64_t)e->n + 64, end = e->nodes + maxnodes;
-	size_t k, i;
-	int ret, try_lb = lb < cap;
+	size_t k, i, norder = e->norder;
+	int ret, try_lb = lb < cap && !(e->disabled & MD_EXACT_NO_LB_PAIR);
 
+	if (e->disabled & MD_EXACT_NO_RESTARTS) {
+		norder = 1;
+		budget = maxnodes ? maxnodes : UINT64_MAX / 4;
+	}
 	for (;;) {
-		for (k = 0; k < e->norder; k++) {
+		for (k = 0; k < norder; k++) {
 			int pass;
 
 			e->order = k;
@@ -1262,6 +1301,8 @@ static int ex_solve(struct ex *e, uint64_t cap, uint64_t lb,
 			for (pass = !try_lb; pass < 2; pass++) {
 				e->bstop = 0;
 				e->budget_end = e->nodes + budget;
+				if (e->budget_end < e->nodes)
+					e->budget_end = UINT64_MAX;
 				ret = ex_run(e, pass ? cap : lb);
 				if (e->nomem || e->stop)
 					return -1;
@@ -1347,15 +1388,78 @@ MD_API const char *md_exact_status_name(int status)
 	return "?";
 }
 
+MD_API const char *md_exact_stop_name(int stopped)
+{
+	switch (stopped) {
+	case MD_EXACT_STOP_NONE:
+		return "none";
+	case MD_EXACT_STOP_TIME:
+		return "time limit";
+	case MD_EXACT_STOP_CANCEL:
+		return "cancelled";
+	case MD_EXACT_STOP_NODES:
+		return "node limit";
+	case MD_EXACT_STOP_TOO_BIG:
+		return "too big";
+	}
+	return "?";
+}
+
+static const char *const prune_names[] = {
+	"sections", "stacking", "dominance", "decompose", "memo",
+	"symmetry", "hatless", "lb-pair", "restarts",
+};
+
+MD_API const char *md_exact_prune_name(unsigned int bit)
+{
+	unsigned int i;
+
+	for (i = 0; i < sizeof(prune_names) / sizeof(prune_names[0]); i++)
+		if (bit == 1u << i)
+			return prune_names[i];
+	return NULL;
+}
+
+MD_API int md_exact_prune_parse(const char *list, unsigned int *bits)
+{
+	const char *p = list;
+	unsigned int out = 0, i;
+
+	if (!list || !bits)
+		return -EINVAL;
+	if (!strcmp(list, "all")) {
+		*bits = MD_EXACT_PRUNE_ALL;
+		return 0;
+	}
+	while (*p) {
+		size_t len = strcspn(p, ",");
+		int found = 0;
+
+		for (i = 0; i < sizeof(prune_names) / sizeof(prune_names[0]); i++)
+			if (len == strlen(prune_names[i]) &&
+			    !strncmp(p, prune_names[i], len)) {
+				out |= 1u << i;
+				found = 1;
+			}
+		if (!found)
+			return -EINVAL;
+		p += len;
+		if (*p == ',' && *++p == '\0')
+			return -EINVAL;
+	}
+	*bits = out;
+	return 0;
+}
+
 MD_API void md_exact_result_free(struct md_exact_result *res)
 {
 	free(res->offsets);
 	memset(res, 0, sizeof(*res));
 }
 
-MD_API int md_exact_solve(const struct md_problem *p,
-			  const struct md_exact_opts *opts,
-			  struct md_exact_result *res)
+static int exact_solve(const struct md_problem *p,
+		       const struct md_exact_opts *opts,
+		       struct md_exact_result *res, size_t stack)
 {
 	struct md_exact_opts def = { 0 };
 	struct md_plan heur;
@@ -1411,12 +1515,17 @@ MD_API int md_exact_solve(const struct md_problem *p,
 	if (ret == -E2BIG) {
 		/* too big to search: the heuristic is the answer */
 		res->status = MD_EXACT_LIMIT;
+		res->stopped = MD_EXACT_STOP_TOO_BIG;
 		ret = 0;
 		goto done;
 	}
 	if (ret)
 		goto out;
 	have_search = 1;
+	e.disabled = opts->disable;
+	e.max_nodes = opts->max_nodes;
+	e.max_depth = stack > STACK_SPARE ?
+		      (uint32_t)((stack - STACK_SPARE) / FRAME_BYTES) : 0;
 	e.deadline = opts->time_limit;
 	e.cancel = opts->cancel;
 	e.progress = opts->progress;
@@ -1447,21 +1556,23 @@ MD_API int md_exact_solve(const struct md_problem *p,
 
 	/*
 	 * Minimize: rounds with a node budget that doubles when a round
-	 * settles nothing. Each round tries the proven bound itself (often
-	 * feasible), then the middle between it and the best peak; a plan
-	 * found lowers the best peak, a proof raises the bound.
+	 * settles nothing. Each round first runs exact mode just below the
+	 * best peak (paired with a run at the proven bound, as exact mode
+	 * does), so minimize gets at least as far as exact mode would at
+	 * that capacity; then the middle between bound and best peak. A
+	 * plan found lowers the best peak, a proof raises the bound.
 	 */
 	budget = 8 * (uint64_t)e.n + 4096;
 	while (lb < ub) {
-		uint64_t caps[2] = { lb, lb + (ub - lb) / 2 };
+		uint64_t caps[2] = { ub - 1, lb + (ub - lb) / 2 };
 		int k, settled = 0;
 
 		for (k = 0; k < 2 && !settled; k++) {
-			if (k && caps[1] <= caps[0])
+			if (k && caps[1] >= caps[0])
 				break;
 			e.best_peak = ub;
 			e.proven_lb = lb;
-			r = ex_solve(&e, caps[k], caps[k], budget);
+			r = ex_solve(&e, caps[k], lb, budget);
 			if (e.nomem) {
 				ret = -ENOMEM;
 				goto out;
@@ -1501,6 +1612,8 @@ done:
 	res->lower_bound = lb;
 	res->nodes = e.nodes;
 	res->seconds = elapsed(&e);
+	if (!res->proven && !res->stopped)
+		res->stopped = e.why ? e.why : MD_EXACT_STOP_TIME;
 	if (e.progress) {
 		e.best_peak = res->peak;
 		e.proven_lb = lb;
@@ -1514,4 +1627,48 @@ out:
 	if (ret)
 		memset(res, 0, sizeof(*res));
 	return ret;
+}
+
+struct solve_call {
+	const struct md_problem *p;
+	const struct md_exact_opts *opts;
+	struct md_exact_result *res;
+	size_t stack;
+	int ret;
+};
+
+static void *solve_thread(void *arg)
+{
+	struct solve_call *c = arg;
+
+	c->ret = exact_solve(c->p, c->opts, c->res, c->stack);
+	return NULL;
+}
+
+/*
+ * The search recurses once per buffer placed, so it runs on a thread of
+ * its own whose stack has room for every buffer of the problem: a problem
+ * that does not split into parts never meets a depth limit.
+ */
+MD_API int md_exact_solve(const struct md_problem *p,
+			  const struct md_exact_opts *opts,
+			  struct md_exact_result *res)
+{
+	struct solve_call c = { p, opts, res, 0, 0 };
+	pthread_attr_t attr;
+	pthread_t t;
+	size_t n = p ? p->n : 0;
+
+	c.stack = STACK_SPARE + (n + 16) * (size_t)FRAME_BYTES;
+	if (pthread_attr_init(&attr))
+		return -ENOMEM;
+	if (pthread_attr_setstacksize(&attr, c.stack) ||
+	    pthread_create(&t, &attr, solve_thread, &c)) {
+		pthread_attr_destroy(&attr);
+		/* no thread: search on this stack, within 8 MiB */
+		return exact_solve(p, opts, res, 8u << 20);
+	}
+	pthread_attr_destroy(&attr);
+	pthread_join(t, NULL);
+	return c.ret;
 }

@@ -37,6 +37,35 @@ enum md_exact_status {
 	MD_EXACT_LIMIT,		/* time limit or cancel: not proven */
 };
 
+/*
+ * Why a search ended without a proof: struct md_exact_result.stopped.
+ */
+enum md_exact_stop {
+	MD_EXACT_STOP_NONE,	/* it did not stop early: the status is proven */
+	MD_EXACT_STOP_TIME,	/* the time limit */
+	MD_EXACT_STOP_CANCEL,	/* *cancel was set */
+	MD_EXACT_STOP_NODES,	/* md_exact_opts.max_nodes spent */
+	MD_EXACT_STOP_TOO_BIG,	/* too many overlapping pairs to search */
+};
+
+/*
+ * The prunings of the search, each one a switch (md_exact_opts.disable):
+ * with any set of them turned off the answers stay exact, only slower.
+ * They are described in lib/exact.md.
+ */
+enum md_exact_prune {
+	MD_EXACT_NO_SECTIONS	= 1 << 0, /* bytes left per section vs cap */
+	MD_EXACT_NO_STACKING	= 1 << 1, /* two lowest of a section stacked */
+	MD_EXACT_NO_DOMINANCE	= 1 << 2, /* no gap a buffer fits wholly in */
+	MD_EXACT_NO_DECOMPOSE	= 1 << 3, /* independent parts apart */
+	MD_EXACT_NO_MEMO	= 1 << 4, /* failed states remembered */
+	MD_EXACT_NO_SYMMETRY	= 1 << 5, /* identical buffers in one order */
+	MD_EXACT_NO_HATLESS	= 1 << 6, /* nothing above: no sibling helps */
+	MD_EXACT_NO_LB_PAIR	= 1 << 7, /* also try at the lower bound */
+	MD_EXACT_NO_RESTARTS	= 1 << 8, /* one ranking, no node budgets */
+	MD_EXACT_PRUNE_ALL	= (1 << 9) - 1,
+};
+
 /* Passed to the progress callback, at most a few times a second. */
 struct md_exact_progress {
 	uint64_t best_peak;	/* best plan so far (UINT64_MAX: none) */
@@ -63,6 +92,10 @@ struct md_exact_opts {
 	void *progress_arg;
 	/* Transposition table size in MiB (0: default 16). */
 	unsigned int memo_mib;
+	/* enum md_exact_prune bits: prunings turned off (0: all on). */
+	unsigned int disable;
+	/* Stop after about this many search nodes (0: no limit). */
+	uint64_t max_nodes;
 };
 
 struct md_exact_result {
@@ -78,6 +111,7 @@ struct md_exact_result {
 	int status;		/* enum md_exact_status */
 	int proven;		/* 1: the status is a proof, 0: limit hit */
 	int heuristic;		/* 1: offsets come from md_plan_solve() */
+	int stopped;		/* enum md_exact_stop: why, when not proven */
 	uint64_t nodes;		/* search nodes visited */
 	double seconds;
 };
@@ -98,6 +132,18 @@ void md_exact_result_free(struct md_exact_result *res);
 
 /* "feasible", "infeasible", "optimal", "limit" or "?". */
 const char *md_exact_status_name(int status);
+
+/* "none", "time limit", "cancelled", "node limit", "too big" or "?". */
+const char *md_exact_stop_name(int stopped);
+
+/*
+ * md_exact_prune_name() - the name of one enum md_exact_prune bit
+ * ("sections", "stacking", ...), NULL for anything else;
+ * md_exact_prune_parse() turns a comma-separated list of those names into
+ * bits (0, or -EINVAL naming nothing known).
+ */
+const char *md_exact_prune_name(unsigned int bit);
+int md_exact_prune_parse(const char *list, unsigned int *bits);
 
 #ifdef __cplusplus
 }

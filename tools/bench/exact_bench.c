@@ -1,31 +1,42 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * exact_bench: the exact planner (md_exact_solve) on the MiniMalloc
- * "challenging" problems at their known capacities, and on a family of
- * random problems to show how it scales.
+ * exact_bench: the exact planner (md_exact_solve, exact mode) against
+ * MiniMalloc (google/minimalloc, ASPLOS '23), both run here, one after the
+ * other on each problem, in the same run.
  *
- * usage: exact_bench [DIR] [TIME_LIMIT]
- *        (default: ../shared/bench/minimalloc-challenging beside the
- *         repository, 60 s per problem)
+ * usage: exact_bench [-n COUNT] [-t SECONDS] [-s FIRST_SEED] [-m MINIMALLOC]
+ *                    [-d CHALLENGING_DIR] [-k KEEP_DIR]
  *
- * The named peer is MiniMalloc (google/minimalloc, ASPLOS '23), the best
- * published exact solver for these problems. It is not installed on this
- * machine: its figures are the ones in shared/bench/README.md, measured on
- * a 2-core machine of this kind, and are the only peer figures available
- * here. Our times are wall clock for the whole call (heuristics, set-up
- * and search), the median of RUNS runs when a run takes under a second.
+ * Problems: MiniMalloc's challenging files found in CHALLENGING_DIR (at
+ * capacity 1,048,576), then COUNT generated ones (tools/bench/cutgen.c):
+ * a 2^20 x 2^20 rectangle cut into 150-500 rectangles of three families,
+ * with 0-6 % of them left out, so each is feasible at 2^20 by
+ * construction. Each solver gets SECONDS per problem. Times are wall clock:
+ * MiniMalloc's whole process (it reads a CSV of a few KiB), our whole call
+ * (heuristics, set-up and search).
+ *
+ * Goal: metadef solves every problem MiniMalloc solves, in at most half
+ * MiniMalloc's total time over them. Exit status 0 when met, 1 when not,
+ * 2 when the bench could not run (no MiniMalloc, bad options).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <metadef/exact.h>
 #include <metadef/metadef.h>
 
-#define RUNS 3
+#include "cutgen.h"
+
+#define CAP		(1ull << 20)
+#define MAX_BUFS	512
 
 static double now(void)
 {
@@ -35,214 +46,326 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
+struct run {
+	char name[64];
+	size_t n;
+	int mm_ok, md_ok;
+	double mm_s, md_s;
+	uint64_t nodes;
+};
 
-	return x < y ? -1 : x > y;
+static const char *minimalloc = "../shared/peers/minimalloc/bin/minimalloc";
+static char tmpdir[256];
+
+/* MiniMalloc on @csv: 1 solved within CAP, 0 not; its wall time. */
+static int run_minimalloc(const char *csv, double limit, double *secs)
+{
+	char cap[64], in[4200], out[4200], to[64];
+	double t0 = now();
+	pid_t pid;
+	int st;
+
+	snprintf(cap, sizeof(cap), "--capacity=%llu", CAP);
+	snprintf(in, sizeof(in), "--input=%s", csv);
+	snprintf(out, sizeof(out), "--output=%s/mm-out.csv", tmpdir);
+	snprintf(to, sizeof(to), "--timeout=%.3fs", limit);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execl(minimalloc, minimalloc, cap, in, out, to, (char *)NULL);
+		_exit(127);
+	}
+	if (waitpid(pid, &st, 0) < 0)
+		return -1;
+	*secs = now() - t0;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+		return -1;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
-/* Solve, timed; the median of RUNS when quick. */
-static int timed(const struct md_problem *p, const struct md_exact_opts *o,
-		 struct md_exact_result *r, double *secs)
+/* Ours on @p: 1 solved within CAP, 0 not, -1 a wrong answer or error. */
+static int run_metadef(const struct md_problem *p, double limit,
+		       double *secs, uint64_t *nodes)
 {
-	double t[RUNS];
-	int i, ret, runs = 1;
+	struct md_exact_opts o = { .capacity = CAP, .time_limit = limit };
+	struct md_exact_result r;
+	double t0 = now();
+	int ok;
 
-	for (i = 0; i < RUNS; i++) {
-		double t0 = now();
+	if (md_exact_solve(p, &o, &r))
+		return -1;
+	*secs = now() - t0;
+	*nodes = r.nodes;
+	ok = r.status == MD_EXACT_FEASIBLE && r.peak <= CAP &&
+	     !md_plan_validate(p, r.offsets, NULL);
+	if (r.status == MD_EXACT_INFEASIBLE)
+		ok = -1;	/* every problem here fits: a wrong proof */
+	md_exact_result_free(&r);
+	return ok;
+}
 
-		if (i)
-			md_exact_result_free(r);
-		ret = md_exact_solve(p, o, r);
-		t[i] = now() - t0;
-		if (ret)
-			return ret;
-		runs = i + 1;
-		if (t[i] > 1.0)
-			break;
+static int load(const char *path, struct md_problem *p)
+{
+	struct md_error err;
+	size_t len;
+	char *s = md_read_file(path, &len);
+
+	if (!s)
+		return -1;
+	md_problem_init(p);
+	if (md_problem_parse_csv(p, s, len, &err)) {
+		fprintf(stderr, "%s:%u: %s\n", path, err.line, err.msg);
+		free(s);
+		md_problem_free(p);
+		return -1;
 	}
-	qsort(t, runs, sizeof(t[0]), cmp_double);
-	*secs = t[runs / 2];
+	free(s);
 	return 0;
 }
 
-static const struct {
-	const char *file;
-	uint64_t cap;
-	double peer;	/* MiniMalloc, seconds; 0: no figure */
-} cases[] = {
-	{ "A.1048576.csv", 1048576, 11.8 },
-	{ "C.1048576.csv", 1048576, 1.4 },
-	{ "G.1048576.csv", 1048576, 2.7 },
-	{ "K.1048576.csv", 1048576, 1.2 },
-	{ "C.1048576.csv", 1039360, 0 },
-};
-
-static int challenging(const char *dir, double limit)
+static int write_csv(const char *path, const struct cutgen_buf *b, size_t n)
 {
-	double ours = 0, peer = 0, all = 0;
-	int solved = 0, comparable = 0, bad = 0;
+	FILE *f = fopen(path, "w");
 	size_t i;
 
-	printf("exact planner on MiniMalloc's challenging problems (time limit %.0f s each)\n",
-	       limit);
-	printf("peer: MiniMalloc (google/minimalloc), times from shared/bench/README.md\n"
-	       "(2-core machine of this kind; MiniMalloc is not installed here, so these\n"
-	       "are the only peer figures available on this machine)\n\n");
-	printf("%-14s %7s %9s %-9s %9s %9s %10s %12s %7s\n", "problem",
-	       "buffers", "capacity", "solved", "peak", "time s", "nodes",
-	       "MiniMalloc s", "ratio");
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char path[4096];
-		struct md_problem p;
-		struct md_exact_opts o = { 0 };
-		struct md_exact_result r;
-		struct md_error err;
-		size_t len;
-		double t;
-		char *s;
-		int ok;
+	if (!f)
+		return -1;
+	fprintf(f, "id,lower,upper,size\n");
+	for (i = 0; i < n; i++)
+		fprintf(f, "%zu,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", i,
+			b[i].lower, b[i].upper, b[i].size);
+	return fclose(f) ? -1 : 0;
+}
 
-		snprintf(path, sizeof(path), "%s/%s", dir, cases[i].file);
-		s = md_read_file(path, &len);
-		if (!s) {
-			printf("%-14s missing (%s)\n", cases[i].file, path);
-			bad = 1;
-			continue;
-		}
-		md_problem_init(&p);
-		if (md_problem_parse_csv(&p, s, len, &err)) {
-			printf("%s:%u: %s\n", path, err.line, err.msg);
-			free(s);
-			return 1;
-		}
-		free(s);
-		o.capacity = cases[i].cap;
-		o.time_limit = limit;
-		if (timed(&p, &o, &r, &t)) {
-			printf("%-14s error\n", cases[i].file);
-			md_problem_free(&p);
-			return 1;
-		}
-		ok = r.status == MD_EXACT_FEASIBLE && r.peak <= cases[i].cap &&
-		     !md_plan_validate(&p, r.offsets, NULL);
-		solved += ok;
-		bad |= !ok;
-		all += t;
-		printf("%-14s %7zu %9" PRIu64 " %-9s %9" PRIu64 " %9.3f %10" PRIu64,
-		       cases[i].file, p.n, cases[i].cap,
-		       ok ? "yes" : md_exact_status_name(r.status), r.peak, t,
-		       r.nodes);
-		if (cases[i].peer > 0) {
-			printf(" %12.1f %7.3f\n", cases[i].peer,
-			       t / cases[i].peer);
-			ours += t;
-			peer += cases[i].peer;
-			comparable++;
-		} else {
-			printf(" %12s %7s\n", "-", "-");
-		}
-		md_exact_result_free(&r);
+static void line(const struct run *r)
+{
+	printf("%-22s %5zu  %-3s %8.3f  %-3s %8.3f %11" PRIu64 "\n", r->name,
+	       r->n, r->mm_ok ? "yes" : "no", r->mm_s,
+	       r->md_ok ? "yes" : "no", r->md_s, r->nodes);
+	fflush(stdout);
+}
+
+/* One problem, both solvers; -1 on a wrong answer or a broken peer. */
+static int one(struct run *r, const char *csv, double limit)
+{
+	struct md_problem p;
+	int ret;
+
+	if (load(csv, &p))
+		return -1;
+	r->n = p.n;
+	ret = run_minimalloc(csv, limit, &r->mm_s);
+	if (ret < 0) {
+		fprintf(stderr, "exact_bench: cannot run %s\n", minimalloc);
 		md_problem_free(&p);
+		return -2;
 	}
-	printf("\nsolved %d of %zu; A+C+G+K at 1048576: ours %.3f s, MiniMalloc %.1f s, ratio %.3f (goal <= 0.5)\n",
-	       solved, sizeof(cases) / sizeof(cases[0]), ours, peer,
-	       peer > 0 ? ours / peer : 0);
-	printf("all five runs: %.3f s\n\n", all);
-	(void)comparable;
-	return bad;
+	r->mm_ok = ret;
+	ret = run_metadef(&p, limit, &r->md_s, &r->nodes);
+	md_problem_free(&p);
+	if (ret < 0) {
+		fprintf(stderr, "exact_bench: %s: metadef gave a wrong answer\n",
+			r->name);
+		return -1;
+	}
+	r->md_ok = ret;
+	line(r);
+	return 0;
 }
 
-/* ------------------------------------------------------------ random */
-
-static uint64_t rng;
-
-static uint64_t rnd(void)
+static void summary(const char *what, const struct run *v, size_t n)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
+	double mm = 0, md = 0, mm_all = 0, md_all = 0;
+	size_t i, mm_solved = 0, md_solved = 0, both = 0, missed = 0;
+	const struct run *wmm = NULL, *wmd = NULL;
 
-/*
- * n buffers over n / 2 time steps, lifetimes up to n / 4 steps: dense
- * enough that the heuristics rarely reach the lower bound. Sizes are
- * multiples of 1 KiB up to 64 KiB.
- */
-static void random_problem(struct md_problem *p, size_t n, uint64_t seed)
-{
-	size_t i;
-
-	rng = seed;
-	md_problem_init(p);
 	for (i = 0; i < n; i++) {
-		uint64_t lo = rnd() % (n / 2);
-		uint64_t life = 1 + rnd() % (n / 4);
-
-		md_problem_add(p, NULL, lo, lo + life,
-			       1024 * (1 + rnd() % 64), 0);
+		mm_solved += v[i].mm_ok;
+		md_solved += v[i].md_ok;
+		mm_all += v[i].mm_s;
+		md_all += v[i].md_s;
+		if (v[i].mm_ok) {
+			mm += v[i].mm_s;
+			md += v[i].md_s;
+			if (!v[i].md_ok)
+				missed++;
+			if (!wmm || v[i].mm_s > wmm->mm_s)
+				wmm = &v[i];
+		}
+		if (v[i].md_ok && (!wmd || v[i].md_s > wmd->md_s))
+			wmd = &v[i];
+		both += v[i].mm_ok && v[i].md_ok;
 	}
+	printf("\n%s: %zu problems\n", what, n);
+	printf("  solved            MiniMalloc %zu, metadef %zu (both %zu); MiniMalloc solved, metadef not: %zu\n",
+	       mm_solved, md_solved, both, missed);
+	printf("  on MiniMalloc's   MiniMalloc %.3f s, metadef %.3f s, ratio %.3f (goal <= 0.5)\n",
+	       mm, md, mm > 0 ? md / mm : 0);
+	printf("  on all            MiniMalloc %.3f s, metadef %.3f s\n",
+	       mm_all, md_all);
+	if (wmm)
+		printf("  MiniMalloc's worst %s: %.3f s (metadef %.3f s)\n",
+		       wmm->name, wmm->mm_s, wmm->md_s);
+	if (wmd)
+		printf("  metadef's worst    %s: %.3f s (MiniMalloc %.3f s)\n",
+		       wmd->name, wmd->md_s, wmd->mm_s);
+	for (i = 0; i < n; i++)
+		if (v[i].mm_ok && !v[i].md_ok)
+			printf("  missed by metadef: %s\n", v[i].name);
 }
 
-static void random_family(double limit)
+static int goal_met(const struct run *v, size_t n)
 {
-	static const size_t sizes[] = { 20, 40, 80, 160, 320, 640 };
+	double mm = 0, md = 0;
 	size_t i;
 
-	printf("random problems, minimize mode (time limit %.0f s each, seed 1..3)\n\n",
-	       limit);
-	printf("%7s %5s %10s %10s %10s %-9s %9s %10s\n", "buffers", "seed",
-	       "lower bnd", "heuristic", "exact", "status", "time s",
-	       "nodes");
-	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		uint64_t seed;
-
-		for (seed = 1; seed <= 3; seed++) {
-			struct md_problem p;
-			struct md_exact_opts o = { 0 };
-			struct md_exact_result r;
-			struct md_plan h;
-			double t0, t;
-
-			random_problem(&p, sizes[i], seed * 0x9e3779b97f4a7c15ULL);
-			if (md_plan_solve(&p, NULL, &h)) {
-				md_problem_free(&p);
-				continue;
-			}
-			o.minimize = 1;
-			o.time_limit = limit;
-			t0 = now();
-			if (md_exact_solve(&p, &o, &r)) {
-				md_plan_free(&h);
-				md_problem_free(&p);
-				continue;
-			}
-			t = now() - t0;
-			printf("%7zu %5" PRIu64 " %10" PRIu64 " %10" PRIu64
-			       " %10" PRIu64 " %-9s %9.3f %10" PRIu64 "\n",
-			       sizes[i], seed, r.lower_bound, h.peak, r.peak,
-			       md_exact_status_name(r.status), t, r.nodes);
-			md_exact_result_free(&r);
-			md_plan_free(&h);
-			md_problem_free(&p);
-		}
+	for (i = 0; i < n; i++) {
+		if (!v[i].mm_ok)
+			continue;
+		if (!v[i].md_ok)
+			return 0;
+		mm += v[i].mm_s;
+		md += v[i].md_s;
 	}
-	printf("\n(status optimal: the peak is proven minimal; limit: the time limit\n"
-	       "ended the search with the lower bound and best peak shown)\n");
+	return md <= 0.5 * mm;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: exact_bench [-n COUNT] [-t SECONDS] [-s FIRST_SEED] [-m MINIMALLOC]\n"
+		   "                   [-d CHALLENGING_DIR] [-k KEEP_DIR]\n"
+		   "MiniMalloc and metadef's exact mode, side by side, on MiniMalloc's\n"
+		   "challenging problems and COUNT (default 120) generated ones, SECONDS\n"
+		   "(default 10) each; exit 0 when metadef solves all MiniMalloc solves in\n"
+		   "at most half its time.\n");
 }
 
 int main(int argc, char **argv)
 {
-	const char *dir = argc > 1 ? argv[1]
-				   : "../shared/bench/minimalloc-challenging";
-	double limit = argc > 2 ? atof(argv[2]) : 60;
-	int bad;
+	static const char *const files[] = { "A", "C", "G", "K" };
+	const char *dir = "../shared/bench/minimalloc-challenging";
+	const char *keep = NULL;
+	struct run *gen, chal[4];
+	size_t count = 120, nchal = 0, i;
+	uint64_t seed0 = 1;
+	double limit = 10;
+	int c, met;
 
-	if (limit <= 0)
-		limit = 60;
-	bad = challenging(dir, limit);
-	random_family(limit < 10 ? limit : 10);
-	return bad;
+	while ((c = getopt(argc, argv, "n:t:s:m:d:k:h")) != -1) {
+		switch (c) {
+		case 'n':
+			count = strtoul(optarg, NULL, 10);
+			break;
+		case 't':
+			limit = atof(optarg);
+			break;
+		case 's':
+			seed0 = strtoull(optarg, NULL, 10);
+			break;
+		case 'm':
+			minimalloc = optarg;
+			break;
+		case 'd':
+			dir = optarg;
+			break;
+		case 'k':
+			keep = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!count || count > 100000 || !(limit > 0 && limit < 1e6)) {
+		fprintf(stderr, "exact_bench: -n 1..100000 and -t > 0 seconds\n");
+		return 2;
+	}
+	if (access(minimalloc, X_OK)) {
+		fprintf(stderr, "exact_bench: the peer %s: %s (it is needed: the bench measures it in the same run)\n",
+			minimalloc, strerror(errno));
+		return 2;
+	}
+	if (keep) {
+		snprintf(tmpdir, sizeof(tmpdir), "%s", keep);
+		mkdir(tmpdir, 0755);
+	} else {
+		snprintf(tmpdir, sizeof(tmpdir), "/tmp/exact_bench.XXXXXX");
+		if (!mkdtemp(tmpdir)) {
+			perror("exact_bench: mkdtemp");
+			return 2;
+		}
+	}
+	gen = calloc(count, sizeof(*gen));
+	if (!gen)
+		return 2;
+
+	printf("exact mode at capacity %llu, %.0f s per problem and solver; peer: MiniMalloc (%s), run here\n\n",
+	       CAP, limit, minimalloc);
+	printf("%-22s %5s  %-12s  %-12s %11s\n", "problem", "bufs",
+	       "MiniMalloc s", "metadef s", "nodes");
+	for (i = 0; i < 4; i++) {
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s/%s.1048576.csv", dir, files[i]);
+		if (access(path, R_OK))
+			continue;
+		snprintf(chal[nchal].name, sizeof(chal[0].name), "challenging %s",
+			 files[i]);
+		c = one(&chal[nchal], path, limit);
+		if (c < 0)
+			return c == -2 ? 2 : 1;
+		nchal++;
+	}
+	for (i = 0; i < count; i++) {
+		static const unsigned int holes[] = { 0, 2, 4, 6 };
+		struct cutgen_buf b[MAX_BUFS];
+		struct cutgen_opts o = { 0 };
+		uint64_t seed = seed0 + i;
+		char path[4096];
+		size_t n;
+
+		o.seed = seed;
+		o.n = 150 + (size_t)((seed * 2654435761u) % 351);
+		o.family = (enum cutgen_family)(seed % CUTGEN_NFAMILIES);
+		o.holes_pct = holes[(seed / CUTGEN_NFAMILIES) % 4];
+		n = cutgen(&o, b);
+		snprintf(gen[i].name, sizeof(gen[0].name), "%s-h%u-s%" PRIu64,
+			 cutgen_family_name(o.family), o.holes_pct, seed);
+		snprintf(path, sizeof(path), "%s/%s.csv", tmpdir, gen[i].name);
+		if (!n || write_csv(path, b, n)) {
+			fprintf(stderr, "exact_bench: cannot write %s\n", path);
+			return 2;
+		}
+		c = one(&gen[i], path, limit);
+		if (!keep)
+			unlink(path);
+		if (c < 0)
+			return c == -2 ? 2 : 1;
+	}
+	if (!keep) {
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s/mm-out.csv", tmpdir);
+		unlink(path);
+		rmdir(tmpdir);
+	}
+	if (nchal)
+		summary("MiniMalloc's challenging problems here", chal, nchal);
+	summary("generated problems (cut rectangles, feasible at 2^20)", gen,
+		count);
+	met = goal_met(gen, count) && goal_met(chal, nchal);
+	printf("\ngoal (every problem MiniMalloc solves, in <= 0.5x its time): %s\n",
+	       met ? "met" : "MISSED");
+	free(gen);
+	return met ? 0 : 1;
 }
