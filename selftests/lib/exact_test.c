@@ -206,6 +206,84 @@ TEST(brute_force_cross_check)
 	EXPECT_EQ(240, checked);
 }
 
+/*
+ * Every pruning is a switch: under each of the 2^9 combinations the
+ * answers on small problems must still be the brute force's.
+ */
+TEST(every_combination_of_prunings_is_exact)
+{
+	unsigned int mask, searched = 0, i;
+	struct md_problem probs[10];
+	uint64_t opt[10];
+
+	/* problems whose optimum is above the lower bound: proofs search */
+	for (i = 0; i < 10; i++) {
+		int tries = 0;
+
+		do {
+			ASSERT_LT(tries++, 10000);
+			random_small(&probs[i], 4 + rnd() % 3, 1,
+				     i % 4 == 3);
+			opt[i] = brute_force(&probs[i]);
+			if (opt[i] > md_problem_lower_bound(&probs[i], NULL))
+				break;
+			md_problem_free(&probs[i]);
+		} while (1);
+	}
+	for (mask = 0; mask <= MD_EXACT_PRUNE_ALL; mask++) {
+		for (i = 0; i < 10; i++) {
+			struct md_exact_opts o = { 0 };
+			struct md_exact_result r;
+
+			o.disable = mask;
+			o.memo_mib = 1;
+			o.time_limit = 20;
+			o.minimize = 1;
+			ASSERT_EQ(0, md_exact_solve(&probs[i], &o, &r));
+			ASSERT_EQ(0, md_plan_validate(&probs[i], r.offsets,
+						      NULL));
+			EXPECT_EQ(opt[i], r.peak)
+				TH_LOG("prunings off 0x%x, problem %u", mask, i);
+			EXPECT_EQ(MD_EXACT_OPTIMAL, r.status);
+			searched += r.nodes > 0;
+			md_exact_result_free(&r);
+
+			o.minimize = 0;
+			o.capacity = opt[i] - 1;
+			ASSERT_EQ(0, md_exact_solve(&probs[i], &o, &r));
+			EXPECT_EQ(MD_EXACT_INFEASIBLE, r.status)
+				TH_LOG("prunings off 0x%x, problem %u", mask, i);
+			EXPECT_EQ(MD_EXACT_STOP_NONE, r.stopped);
+			searched += r.nodes > 0;
+			md_exact_result_free(&r);
+		}
+	}
+	/* the proofs below the optimum all need a search */
+	EXPECT_GE(searched, (MD_EXACT_PRUNE_ALL + 1) * 10);
+	for (i = 0; i < 10; i++)
+		md_problem_free(&probs[i]);
+}
+
+TEST(prune_names_parse)
+{
+	unsigned int bits = 0, i;
+
+	ASSERT_EQ(0, md_exact_prune_parse("memo,hatless", &bits));
+	EXPECT_EQ(MD_EXACT_NO_MEMO | MD_EXACT_NO_HATLESS, bits);
+	ASSERT_EQ(0, md_exact_prune_parse("all", &bits));
+	EXPECT_EQ(MD_EXACT_PRUNE_ALL, bits);
+	EXPECT_EQ(-EINVAL, md_exact_prune_parse("memo,", &bits));
+	EXPECT_EQ(-EINVAL, md_exact_prune_parse("nosuch", &bits));
+	EXPECT_EQ(-EINVAL, md_exact_prune_parse("mem", &bits));
+	for (i = 0; i < 9; i++) {
+		ASSERT_NE(NULL, md_exact_prune_name(1u << i));
+		ASSERT_EQ(0, md_exact_prune_parse(md_exact_prune_name(1u << i),
+						  &bits));
+		EXPECT_EQ(1u << i, bits);
+	}
+	EXPECT_EQ(NULL, md_exact_prune_name(3));
+}
+
 TEST(example12_known_optimum)
 {
 	struct md_problem p;
@@ -383,6 +461,86 @@ TEST(time_limit_returns_a_valid_plan)
 	}
 	md_exact_result_free(&r);
 	md_problem_free(&p);
+}
+
+/*
+ * A chain of 12000 buffers that never splits into parts: the search goes
+ * one level deeper per buffer. It must run until the time limit and say
+ * so, not stop early at a depth cap and call that the time limit.
+ */
+TEST(deep_search_runs_to_the_time_limit)
+{
+	struct md_problem p;
+	struct md_exact_result r;
+	struct md_exact_opts o = { 0 };
+	size_t i;
+
+	md_problem_init(&p);
+	for (i = 0; i < 12000; i++) {
+		uint64_t lo = i / 3;
+
+		md_problem_add(&p, NULL, lo, lo + 4 + rnd() % 6,
+			       1 + rnd() % 64, 0);
+	}
+	o.capacity = md_problem_lower_bound(&p, NULL);
+	o.time_limit = 1.5;
+	o.memo_mib = 1;
+	ASSERT_EQ(0, md_exact_solve(&p, &o, &r));
+	ASSERT_EQ(0, md_plan_validate(&p, r.offsets, NULL));
+	if (r.status == MD_EXACT_LIMIT) {
+		EXPECT_EQ(MD_EXACT_STOP_TIME, r.stopped);
+		EXPECT_GE(r.seconds, 1.4);
+	}
+	EXPECT_LT(r.seconds, 10.0);
+	TH_LOG("12000 buffers: %s, stopped: %s, %.2f s, %llu nodes",
+	       md_exact_status_name(r.status), md_exact_stop_name(r.stopped),
+	       r.seconds, (unsigned long long)r.nodes);
+	md_exact_result_free(&r);
+
+	/* a node budget is a stop of its own */
+	o.time_limit = 0;
+	o.max_nodes = 5000;
+	ASSERT_EQ(0, md_exact_solve(&p, &o, &r));
+	if (r.status == MD_EXACT_LIMIT)
+		EXPECT_EQ(MD_EXACT_STOP_NODES, r.stopped);
+	md_exact_result_free(&r);
+	md_problem_free(&p);
+}
+
+/* Minimize mode gets at least as low as exact mode below its best peak. */
+TEST(minimize_reaches_what_exact_finds)
+{
+	int round;
+
+	for (round = 0; round < 6; round++) {
+		struct md_problem p;
+		struct md_exact_result rm, rx;
+		struct md_exact_opts o = { 0 };
+		size_t i;
+
+		md_problem_init(&p);
+		for (i = 0; i < 60; i++) {
+			uint64_t lo = rnd() % 40;
+
+			md_problem_add(&p, NULL, lo, lo + 1 + rnd() % 12,
+				       1 + rnd() % 100, 0);
+		}
+		o.minimize = 1;
+		o.time_limit = 1;
+		o.memo_mib = 1;
+		ASSERT_EQ(0, md_exact_solve(&p, &o, &rm));
+		o.minimize = 0;
+		o.capacity = rm.peak - 1;
+		ASSERT_EQ(0, md_exact_solve(&p, &o, &rx));
+		/* exact found nothing lower, or minimize was not optimal */
+		if (rx.status == MD_EXACT_FEASIBLE)
+			EXPECT_NE(MD_EXACT_OPTIMAL, rm.status);
+		if (rm.status == MD_EXACT_OPTIMAL)
+			EXPECT_EQ(MD_EXACT_INFEASIBLE, rx.status);
+		md_exact_result_free(&rm);
+		md_exact_result_free(&rx);
+		md_problem_free(&p);
+	}
 }
 
 TEST(cancel_flag_stops_the_search)
