@@ -19,6 +19,7 @@
 
 static struct {
 	int exact, minimize, have_cap, ran, fits;
+	unsigned int disable;
 	uint64_t capacity;
 	double time_limit;
 	struct md_exact_result res;
@@ -57,6 +58,13 @@ int plan_exact_option(const char *prog, int c, const char *arg)
 		if (errno || *end || end == arg || ex.time_limit <= 0 ||
 		    ex.time_limit > 1e7) {
 			fprintf(stderr, "%s: --time-limit: seconds > 0, not '%s'\n",
+				prog, arg);
+			return -1;
+		}
+		return 1;
+	case OPT_DISABLE:
+		if (md_exact_prune_parse(arg, &ex.disable)) {
+			fprintf(stderr, "%s: --disable: a comma-separated list of sections, stacking, dominance, decompose, memo, symmetry, hatless, lb-pair, restarts (or all), not '%s'\n",
 				prog, arg);
 			return -1;
 		}
@@ -118,6 +126,7 @@ int plan_exact_run(const char *prog, const char *path,
 	o.capacity = ex.capacity;
 	o.minimize = ex.minimize;
 	o.time_limit = ex.time_limit;
+	o.disable = ex.disable;
 	o.cancel = &interrupted;
 	if (tty)
 		o.progress = progress;
@@ -143,6 +152,14 @@ int plan_exact_run(const char *prog, const char *path,
 	return 0;
 }
 
+/* Why the search ended without a proof, for the report. */
+static const char *stop_reason(const struct md_exact_result *r)
+{
+	if (r->stopped == MD_EXACT_STOP_CANCEL || interrupted)
+		return "interrupted";
+	return md_exact_stop_name(r->stopped);
+}
+
 void plan_exact_print(FILE *f)
 {
 	const struct md_exact_result *r = &ex.res;
@@ -151,24 +168,43 @@ void plan_exact_print(FILE *f)
 	if (!ex.ran)
 		return;
 	if (ex.exact)
-		fprintf(f, "  exact               %s within capacity %" PRIu64 " (%s)%s\n",
+		fprintf(f, "  exact               %s within capacity %" PRIu64 " (%s)%s%s\n",
 			r->status == MD_EXACT_FEASIBLE ? "a plan" :
 			r->status == MD_EXACT_INFEASIBLE ? "no plan" :
 			"no plan found",
 			ex.capacity, md_format_size(ex.capacity, a, sizeof(a)),
 			r->status == MD_EXACT_INFEASIBLE ? ", proven" :
-			r->status == MD_EXACT_LIMIT ?
-			(interrupted ? ", interrupted" : ", time limit") : "");
+			r->status == MD_EXACT_LIMIT ? ", stopped: " : "",
+			r->status == MD_EXACT_LIMIT ? stop_reason(r) : "");
 	else
-		fprintf(f, "  minimize            peak %s, %s (proven lower bound %s)\n",
+		fprintf(f, "  minimize            peak %s, %s%s (proven lower bound %s)\n",
 			md_format_size(r->peak, a, sizeof(a)),
 			r->status == MD_EXACT_OPTIMAL ? "optimal" :
-			interrupted ? "interrupted, not proven optimal" :
-			"time limit, not proven optimal",
+			"not proven optimal, stopped: ",
+			r->status == MD_EXACT_OPTIMAL ? "" : stop_reason(r),
 			md_format_size(r->lower_bound, b, sizeof(b)));
-	fprintf(f, "  exact search        %.3f s, %" PRIu64 " nodes%s\n",
-		r->seconds, r->nodes,
+	fprintf(f, "  exact search        %.3f s, %" PRIu64 " nodes, lower bound %" PRIu64 "%s\n",
+		r->seconds, r->nodes, r->lower_bound,
 		r->heuristic ? ", plan from the heuristics" : "");
+}
+
+void plan_exact_json(FILE *f)
+{
+	const struct md_exact_result *r = &ex.res;
+
+	if (!ex.ran)
+		return;
+	fprintf(f, ", \"exact\": {\"mode\": \"%s\", ",
+		ex.exact ? "exact" : "minimize");
+	if (ex.exact)
+		fprintf(f, "\"capacity\": %" PRIu64 ", ", ex.capacity);
+	fprintf(f, "\"status\": \"%s\", \"proven\": %s, \"stopped\": \"%s\", "
+		"\"peak\": %" PRIu64 ", \"lower_bound\": %" PRIu64 ", "
+		"\"nodes\": %" PRIu64 ", \"seconds\": %.3f, "
+		"\"plan_from_heuristics\": %s}",
+		md_exact_status_name(r->status), r->proven ? "true" : "false",
+		r->proven ? "none" : stop_reason(r), r->peak, r->lower_bound,
+		r->nodes, r->seconds, r->heuristic ? "true" : "false");
 }
 
 int plan_exact_status(void)

@@ -13,13 +13,15 @@ enum {
 	OPT_MINIMIZE,
 	OPT_CAPACITY,
 	OPT_TIME_LIMIT,
+	OPT_DISABLE,
 };
 
 #define PLAN_EXACT_LONGOPTS \
 	{ "exact", no_argument, NULL, OPT_EXACT }, \
 	{ "minimize", no_argument, NULL, OPT_MINIMIZE }, \
 	{ "capacity", required_argument, NULL, OPT_CAPACITY }, \
-	{ "time-limit", required_argument, NULL, OPT_TIME_LIMIT }
+	{ "time-limit", required_argument, NULL, OPT_TIME_LIMIT }, \
+	{ "disable", required_argument, NULL, OPT_DISABLE }
 
 #define PLAN_EXACT_USAGE \
 	"  --exact                  exact mode: a plan within --capacity, or a\n" \
@@ -28,7 +30,11 @@ enum {
 	"  --capacity N             capacity for --exact (bytes, K/M/G suffixes)\n" \
 	"  --time-limit SEC         stop the exact search after SEC seconds and\n" \
 	"                           keep the best plan found (default 5); Ctrl-C\n" \
-	"                           does the same\n"
+	"                           does the same\n" \
+	"  --disable LIST           turn prunings of the exact search off (to\n" \
+	"                           measure them; answers stay exact): any of\n" \
+	"                           sections,stacking,dominance,decompose,memo,\n" \
+	"                           symmetry,hatless,lb-pair,restarts, or all\n"
 
 /* Return: 1 when c was one of ours, 0 if not, -1 on a bad argument. */
 int plan_exact_option(const char *prog, int c, const char *arg);
@@ -43,6 +49,8 @@ int plan_exact_run(const char *prog, const char *path,
 		   const struct md_problem *p, struct md_plan *plan);
 /* The exact planner's line in the text report. */
 void plan_exact_print(FILE *f);
+/* The exact planner's fields in a --json report (", \"exact\": {...}"). */
+void plan_exact_json(FILE *f);
 /* Exit status: 1 when exact mode found no plan within the capacity. */
 int plan_exact_status(void);
 

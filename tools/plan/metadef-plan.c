@@ -327,6 +327,7 @@ static void print_json(const struct model *m, int last)
 		       st->inter_op_saved, st->inplace_taken,
 		       st->inplace_refused);
 	}
+	plan_exact_json(stdout);
 	printf("}%s\n", last ? "" : ",");
 }
 
