@@ -64,6 +64,16 @@ static int run(const char *args, char *out, size_t len)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* Run @args, expect exit status @rc and @want in the output. */
+#define EXPECT_RUN(rc, args, want) do {					\
+	int __rc = run(args, self->out, sizeof(self->out));		\
+									\
+	if (__rc != (rc) || !strstr(self->out, want))			\
+		TH_LOG("%s: rc %d, got: %s", args, __rc, self->out);	\
+	EXPECT_EQ(rc, __rc);						\
+	EXPECT_NE(NULL, strstr(self->out, want));			\
+} while (0)
+
 FIXTURE(cli) {
 	char out[1 << 16];
 };
@@ -112,6 +122,16 @@ TEST_F(cli, usage_and_help)
 			 sizeof(self->out)));
 	EXPECT_EQ(1, run("missing.csv", self->out, sizeof(self->out)));
 	EXPECT_NE(NULL, strstr(self->out, "missing.csv: No such file"));
+}
+
+TEST_F(cli, unreadable_input_says_why)
+{
+	char cmd[PATH_MAX + 32];
+
+	snprintf(cmd, sizeof(cmd), "mkdir '%s/d'", dir);
+	ASSERT_EQ(0, system(cmd));
+	EXPECT_RUN(1, "d", "metadef-plan: d: Is a directory");
+	EXPECT_RUN(1, "- < d", "metadef-plan: -: Is a directory");
 }
 
 TEST_F(cli, malformed_input_names_file_and_line)
