@@ -134,6 +134,16 @@ TEST_F(cli, unreadable_input_says_why)
 	EXPECT_RUN(1, "- < d", "metadef-plan: -: Is a directory");
 }
 
+/* A plan that ends at exactly 2^64 - 1 is planned, not "Bad address". */
+TEST_F(cli, peak_of_2_to_the_64_minus_1)
+{
+	put("top.csv", "id,lower,upper,size\n"
+		       "a,0,2,9223372036854775808\n"
+		       "b,1,3,9223372036854775807\n");
+	EXPECT_RUN(0, "top.csv", "peak                18446744073709551615 ");
+	EXPECT_EQ(NULL, strstr(self->out, "strategy            ?"));
+}
+
 TEST_F(cli, malformed_input_names_file_and_line)
 {
 	static const struct { const char *file, *want; } cases[] = {
