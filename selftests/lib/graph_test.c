@@ -214,6 +214,15 @@ TEST(graph_parse_rejects_bad_input)
 		{ "input x 10\nbarrier now\n", 2, "no arguments" },
 		{ "input bad:name 10\n", 1, "bad tensor name" },
 		{ "input x 99999999999999999999\n", 1, "does not fit" },
+		/* Sizes that only wrap when added up. */
+		{ "input x 8E\ninput y 8E\nop f x y -> a:1K\ncontig x y\n",
+		  4, "contig group starting with 'x': its tensors and their alignment padding need more than 2^64-1 bytes" },
+		{ "input x 1\ninput y 18446744073709551615\ncontig x y\n", 3,
+		  "contig group starting with 'x'" },
+		{ "input x 8E\nop f x -> a:8E\n", 2,
+		  "with tensor 'a' the tensors and their alignment padding need more than 2^64-1 bytes" },
+		{ "input x 18446744073709551615\nalign 256\n", 1,
+		  "with tensor 'x'" },
 	};
 	size_t i;
 
@@ -360,6 +369,28 @@ TEST(build_by_hand)
 	EXPECT_EQ(1, gp.stats.inplace_taken);
 	EXPECT_EQ(gp.offset[2], gp.offset[4]);
 	md_graph_plan_free(&gp);
+	md_graph_free(g);
+}
+
+/* Built by hand, a group past 2^64 is refused by the lowering itself. */
+TEST(lowering_refuses_what_wraps)
+{
+	struct md_graph *g;
+	struct md_graph_plan gp;
+	int ids[2];
+
+	ASSERT_EQ(0, md_graph_new(&g));
+	ids[0] = md_graph_input(g, "x", 1ull << 63, 0);
+	ids[1] = md_graph_input(g, "y", 1ull << 63, 0);
+	ASSERT_EQ(0, md_graph_contig(g, ids, 2));
+	EXPECT_EQ(-EOVERFLOW, md_graph_lower(g, &gp));
+	EXPECT_EQ(-EOVERFLOW, md_graph_plan(g, NULL, &gp));
+	md_graph_free(g);
+	/* Apart, the tensors' no-reuse total wraps: refused too. */
+	ASSERT_EQ(0, md_graph_new(&g));
+	md_graph_input(g, "x", 1ull << 63, 0);
+	md_graph_input(g, "y", 1ull << 63, 0);
+	EXPECT_EQ(-EOVERFLOW, md_graph_lower(g, &gp));
 	md_graph_free(g);
 }
 

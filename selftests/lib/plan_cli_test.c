@@ -144,6 +144,21 @@ TEST_F(cli, peak_of_2_to_the_64_minus_1)
 	EXPECT_EQ(NULL, strstr(self->out, "strategy            ?"));
 }
 
+/* Sizes whose sum wraps past 2^64: an error naming it, never a plan. */
+TEST_F(cli, sizes_past_2_to_the_64)
+{
+	put("wrap.graph", "input x 8E\ninput y 8E\nop f x y -> a:1K\n"
+			  "contig x y\n");
+	put("wrap.csv", "id,lower,upper,size\na,0,2,9223372036854775808\n"
+			"b,1,3,9223372036854775808\n");
+	put("fixed.csv", "id,lower,upper,size,offset\n"
+			 "a,0,2,4611686018427387904,9223372036854775808\n"
+			 "b,1,3,9223372036854775809,\n");
+	EXPECT_RUN(1, "wrap.graph", "wrap.graph:4: contig group starting with 'x': its tensors and their alignment padding need more than 2^64-1 bytes");
+	EXPECT_RUN(1, "wrap.csv", "wrap.csv: no plan within 64 bits");
+	EXPECT_RUN(1, "fixed.csv", "fixed.csv: no plan within 64 bits");
+}
+
 TEST_F(cli, malformed_input_names_file_and_line)
 {
 	static const struct { const char *file, *want; } cases[] = {

@@ -186,6 +186,11 @@ static int load(struct model *m, const char *path, int format,
 		m->plan = &m->own;
 	}
 	md_graph_free(g);
+	if (ret == -EOVERFLOW) {
+		fprintf(stderr, "%s: no plan within 64 bits: the buffers' sizes and alignment padding (and any fixed offset with what must go above it) exceed 2^64-1 bytes\n",
+			path);
+		return 1;
+	}
 	if (ret) {
 		fprintf(stderr, "%s: %s: planning failed: %s\n", prog, path,
 			strerror(-ret));
