@@ -118,6 +118,14 @@ TEST_F(cli, usage_and_help)
 	EXPECT_EQ(2, run("-S nope good.csv", self->out, sizeof(self->out)));
 	EXPECT_NE(NULL, strstr(self->out, "unknown strategy 'nope'"));
 	EXPECT_EQ(2, run("-i x good.csv", self->out, sizeof(self->out)));
+	EXPECT_RUN(2, "-i ' 5' good.csv", "--improve: a number of passes");
+	EXPECT_RUN(2, "-i +5 good.csv", "--improve: a number of passes");
+	EXPECT_RUN(2, "-i -1 good.csv", "--improve: a number of passes");
+	EXPECT_RUN(2, "-i '' good.csv", "--improve: a number of passes");
+	EXPECT_RUN(2, "-i 1000001 good.csv", "--improve: a number of passes");
+	EXPECT_RUN(2, "-i 99999999999999999999 good.csv",
+		   "--improve: a number of passes");
+	EXPECT_RUN(0, "-i 3 good.csv", "peak");
 	EXPECT_EQ(2, run("-o p.csv good.csv good.csv", self->out,
 			 sizeof(self->out)));
 	EXPECT_EQ(1, run("missing.csv", self->out, sizeof(self->out)));

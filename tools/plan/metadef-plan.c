@@ -3,6 +3,7 @@
  * metadef-plan: plan the memory of a graph or a MiniMalloc CSV problem,
  * report how good the plan is, write it as CSV, JSON or an SVG timeline.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -564,9 +565,13 @@ int main(int argc, char **argv)
 			break;
 		case 'i': {
 			char *end;
-			long v = strtol(optarg, &end, 10);
+			long v;
 
-			if (*end || end == optarg || v < 0 || v > 1000000) {
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			/* Digits only: strtol() takes blanks and a sign. */
+			if (*end || !isdigit((unsigned char)*optarg) || errno ||
+			    v > 1000000) {
 				fprintf(stderr, "%s: --improve: a number of passes, not '%s'\n",
 					prog, optarg);
 				return 2;
