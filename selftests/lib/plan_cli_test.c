@@ -74,6 +74,25 @@ static int run(const char *args, char *out, size_t len)
 	EXPECT_NE(NULL, strstr(self->out, want));			\
 } while (0)
 
+/* Run metadef-plan with @args, stdout into /dev/full, stderr into @out. */
+static int run_full(const char *args, char *out, size_t len)
+{
+	char cmd[PATH_MAX * 2 + 512];
+	FILE *p;
+	size_t n;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' %s 2>&1 >/dev/full", dir,
+		 bin, args);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	n = fread(out, 1, len - 1, p);
+	out[n] = '\0';
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 FIXTURE(cli) {
 	char out[1 << 16];
 };
@@ -165,6 +184,36 @@ TEST_F(cli, sizes_past_2_to_the_64)
 	EXPECT_RUN(1, "wrap.graph", "wrap.graph:4: contig group starting with 'x': its tensors and their alignment padding need more than 2^64-1 bytes");
 	EXPECT_RUN(1, "wrap.csv", "wrap.csv: no plan within 64 bits");
 	EXPECT_RUN(1, "fixed.csv", "fixed.csv: no plan within 64 bits");
+}
+
+/* Every output is checked: a full disk is an error, never exit 0. */
+TEST_F(cli, write_errors_fail)
+{
+	static const char *const to_stdout[] = {
+		"good.csv", "--json good.csv", "good.graph", "-o - good.csv",
+		"--help", "--version", "--json good.graph good.csv",
+	};
+	size_t i;
+	int rc;
+
+	if (access("/dev/full", W_OK))
+		SKIP(return, "no /dev/full");
+	for (i = 0; i < sizeof(to_stdout) / sizeof(to_stdout[0]); i++) {
+		rc = run_full(to_stdout[i], self->out, sizeof(self->out));
+		if (rc != 1 || !strstr(self->out, "standard output: No space"))
+			TH_LOG("%s: rc %d: %s", to_stdout[i], rc, self->out);
+		EXPECT_EQ(1, rc);
+		EXPECT_NE(NULL, strstr(self->out,
+				       "metadef-plan: standard output: No space left on device"));
+	}
+	EXPECT_RUN(1, "-o /dev/full good.csv",
+		   "metadef-plan: /dev/full: No space left on device");
+	EXPECT_RUN(1, "--svg /dev/full good.csv",
+		   "metadef-plan: /dev/full: No space left on device");
+	EXPECT_RUN(1, "-o /dev/full good.graph",
+		   "metadef-plan: /dev/full: No space left on device");
+	EXPECT_RUN(1, "-o nodir/plan.csv good.csv",
+		   "metadef-plan: nodir/plan.csv: No such file or directory");
 }
 
 TEST_F(cli, malformed_input_names_file_and_line)

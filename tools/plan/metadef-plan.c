@@ -54,6 +54,32 @@ static void usage(FILE *f)
 	fprintf(f, "\n\nexit status: 0 ok, 1 bad input or failure, 2 bad usage\n");
 }
 
+/*
+ * Flush and close an output: 0, or 1 with a message naming @name. A write
+ * that failed earlier (ferror) fails it too, even if the flush does not.
+ */
+static int close_output(FILE *f, const char *name)
+{
+	int failed = ferror(f);
+
+	errno = 0;
+	if (fclose(f))
+		failed = 1;
+	if (!failed)
+		return 0;
+	fprintf(stderr, "%s: %s: %s\n", prog, name,
+		errno ? strerror(errno) : "write error");
+	return 1;
+}
+
+/* The exit status once everything is printed: stdout must have made it. */
+static int finish(int rc)
+{
+	if (close_output(stdout, "standard output"))
+		return 1;
+	return rc;
+}
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -346,14 +372,21 @@ static int write_csv(const struct model *m, const char *path)
 		fprintf(stderr, "%s: %s\n", prog, strerror(-ret));
 		return 1;
 	}
-	f = strcmp(path, "-") ? fopen(path, "w") : stdout;
-	if (!f || fputs(out, f) < 0 || (f != stdout && fclose(f))) {
+	if (!strcmp(path, "-")) {
+		/* Checked with the rest of stdout, by finish(). */
+		fputs(out, stdout);
+		free(out);
+		return 0;
+	}
+	f = fopen(path, "w");
+	if (!f) {
 		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
 		free(out);
 		return 1;
 	}
+	fputs(out, f);
 	free(out);
-	return 0;
+	return close_output(f, path);
 }
 
 /* ------------------------------------------------------------ SVG */
@@ -488,11 +521,7 @@ static int write_svg(const struct model *m, const char *path)
 		T + ph - (double)pl->lower_bound * ys + 14,
 		md_format_size(pl->lower_bound, b, sizeof(b)));
 	fprintf(f, "</svg>\n");
-	if (fclose(f)) {
-		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
-		return 1;
-	}
-	return 0;
+	return close_output(f, path);
 }
 
 static int strategy_arg(const char *s, int *out)
@@ -584,10 +613,10 @@ int main(int argc, char **argv)
 			break;
 		case 'V':
 			printf("%s %s\n", prog, md_version());
-			return 0;
+			return finish(0);
 		case 'h':
 			usage(stdout);
-			return 0;
+			return finish(0);
 		default:
 			switch (plan_exact_option(prog, c, optarg)) {
 			case 1:
@@ -668,5 +697,5 @@ int main(int argc, char **argv)
 	for (i = 0; i < n; i++)
 		unload(&models[i]);
 	free(models);
-	return rc;
+	return finish(rc);
 }
