@@ -46,15 +46,20 @@ static void put(const char *name, const char *text)
 	}
 }
 
-/* Run metadef-plan with @args (in dir); stdout+stderr into @out. */
-static int run(const char *args, char *out, size_t len)
+/*
+ * Run "@pre metadef-plan @args @redir" in dir; what it prints into @out.
+ * Return: its exit status, or -1.
+ */
+static int run_cmd(const char *pre, const char *args, const char *redir,
+		   char *out, size_t len)
 {
-	char cmd[PATH_MAX * 2 + 512];
+	char cmd[PATH_MAX * 2 + 1024];
 	FILE *p;
 	size_t n;
 	int st;
 
-	snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' %s 2>&1", dir, bin, args);
+	snprintf(cmd, sizeof(cmd), "cd '%s' && %s '%s' %s %s", dir, pre, bin,
+		 args, redir);
 	p = popen(cmd, "r");
 	if (!p)
 		return -1;
@@ -62,6 +67,18 @@ static int run(const char *args, char *out, size_t len)
 	out[n] = '\0';
 	st = pclose(p);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Run metadef-plan with @args (in dir); stdout+stderr into @out. */
+static int run(const char *args, char *out, size_t len)
+{
+	return run_cmd("", args, "2>&1", out, len);
+}
+
+/* Run metadef-plan with @args, stdout into /dev/full, stderr into @out. */
+static int run_full(const char *args, char *out, size_t len)
+{
+	return run_cmd("", args, "2>&1 >/dev/full", out, len);
 }
 
 /* Run @args, expect exit status @rc and @want in the output. */
@@ -73,25 +90,6 @@ static int run(const char *args, char *out, size_t len)
 	EXPECT_EQ(rc, __rc);						\
 	EXPECT_NE(NULL, strstr(self->out, want));			\
 } while (0)
-
-/* Run metadef-plan with @args, stdout into /dev/full, stderr into @out. */
-static int run_full(const char *args, char *out, size_t len)
-{
-	char cmd[PATH_MAX * 2 + 512];
-	FILE *p;
-	size_t n;
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' %s 2>&1 >/dev/full", dir,
-		 bin, args);
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	n = fread(out, 1, len - 1, p);
-	out[n] = '\0';
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 FIXTURE(cli) {
 	char out[1 << 16];
@@ -214,6 +212,52 @@ TEST_F(cli, write_errors_fail)
 		   "metadef-plan: /dev/full: No space left on device");
 	EXPECT_RUN(1, "-o nodir/plan.csv good.csv",
 		   "metadef-plan: nodir/plan.csv: No such file or directory");
+}
+
+/*
+ * Every error path frees what it allocated: each failing run under
+ * valgrind, any leak (definite, indirect, possible) or memory error is
+ * exit status 99.
+ */
+TEST_F(cli, error_paths_leak_nothing)
+{
+	static const struct { const char *args; int rc; } cases[] = {
+		{ "missing.csv", 1 }, { "d", 1 }, { "neg.csv", 1 },
+		{ "num.csv", 1 }, { "order.csv", 1 }, { "dup.csv", 1 },
+		{ "clash.csv", 1 }, { "bad.graph", 1 }, { "wrap.graph", 1 },
+		{ "wrap.csv", 1 }, { "fixed.csv", 1 },
+		{ "good.csv dup.csv", 1 }, { "good.graph good.csv bad.graph", 1 },
+		{ "-o /dev/full good.csv", 1 }, { "--svg /dev/full good.graph", 1 },
+		{ "-o nodir/p.csv good.graph", 1 },
+		{ "--exact --capacity 11 good.csv", 1 },
+		{ "--minimize --time-limit nan good.csv", 2 },
+		{ "-S nope good.csv", 2 }, { "good.csv good.graph", 0 },
+	};
+	const char *vg = "valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99";
+	char cmd[PATH_MAX + 32];
+	size_t i;
+	int rc;
+
+	if (system("valgrind --version >/dev/null 2>&1"))
+		SKIP(return, "valgrind not installed (tools/deps.sh host)");
+	snprintf(cmd, sizeof(cmd), "mkdir '%s/d'", dir);
+	ASSERT_EQ(0, system(cmd));
+	put("wrap.graph", "input x 8E\ninput y 8E\ncontig x y\n");
+	put("wrap.csv", "id,lower,upper,size\na,0,2,9223372036854775808\n"
+			"b,1,3,9223372036854775808\n");
+	put("fixed.csv", "id,lower,upper,size,offset\n"
+			 "a,0,2,4611686018427387904,9223372036854775808\n"
+			 "b,1,3,9223372036854775809,\n");
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		rc = run_cmd(vg, cases[i].args, "2>&1 >/dev/null", self->out,
+			     sizeof(self->out));
+		if (rc != cases[i].rc)
+			TH_LOG("%s: rc %d: %s", cases[i].args, rc, self->out);
+		EXPECT_EQ(cases[i].rc, rc);
+	}
+	rc = run_cmd(vg, "good.graph", "2>&1 >/dev/full", self->out,
+		     sizeof(self->out));
+	EXPECT_EQ(1, rc);
 }
 
 TEST_F(cli, malformed_input_names_file_and_line)

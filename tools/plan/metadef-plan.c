@@ -111,6 +111,7 @@ struct model {
 	const char *path;
 	int is_graph;
 	struct md_problem prob;		/* CSV input */
+	struct md_graph *graph;		/* graph input */
 	struct md_graph_plan gp;	/* graph input */
 	struct md_problem *p;		/* the one planned */
 	struct md_plan *plan;
@@ -162,17 +163,27 @@ static int report_fixed_conflict(const struct model *m)
 	return ret == -EEXIST;
 }
 
+static void unload(struct model *m)
+{
+	md_graph_plan_free(&m->gp);
+	md_graph_free(m->graph);
+	md_plan_free(&m->own);
+	md_problem_free(&m->prob);
+	m->graph = NULL;
+}
+
+/* Read, parse and plan @path into @m: 0, or 1 (printed, @m freed). */
 static int load(struct model *m, const char *path, int format,
 		const struct md_plan_opts *o)
 {
 	struct md_error err = { 0, "" };
-	struct md_graph *g = NULL;
 	size_t len;
 	char *text;
 	double t0;
 	int ret;
 
 	memset(m, 0, sizeof(*m));
+	md_problem_init(&m->prob);
 	m->path = path;
 	text = md_read_file(path, &len);
 	if (!text) {
@@ -181,11 +192,10 @@ static int load(struct model *m, const char *path, int format,
 	}
 	m->is_graph = format ? format == 2 : !looks_like_csv(text, len);
 	if (m->is_graph) {
-		ret = md_graph_new(&g);
+		ret = md_graph_new(&m->graph);
 		if (!ret)
-			ret = md_graph_parse(g, text, len, &err);
+			ret = md_graph_parse(m->graph, text, len, &err);
 	} else {
-		md_problem_init(&m->prob);
 		ret = md_problem_parse_csv(&m->prob, text, len, &err);
 	}
 	free(text);
@@ -197,14 +207,13 @@ static int load(struct model *m, const char *path, int format,
 		else
 			fprintf(stderr, "%s: %s: %s\n", prog, path,
 				strerror(-ret));
-		md_graph_free(g);
-		return 1;
+		goto fail;
 	}
 	if (!m->is_graph && report_fixed_conflict(m))
-		return 1;
+		goto fail;
 	t0 = now_ms();
 	if (m->is_graph) {
-		ret = md_graph_plan(g, o, &m->gp);
+		ret = md_graph_plan(m->graph, o, &m->gp);
 		m->p = &m->gp.problem;
 		m->plan = &m->gp.plan;
 	} else {
@@ -212,31 +221,24 @@ static int load(struct model *m, const char *path, int format,
 		m->p = &m->prob;
 		m->plan = &m->own;
 	}
-	md_graph_free(g);
 	if (ret == -EOVERFLOW) {
 		fprintf(stderr, "%s: no plan within 64 bits: the buffers' sizes and alignment padding (and any fixed offset with what must go above it) exceed 2^64-1 bytes\n",
 			path);
-		return 1;
+		goto fail;
 	}
 	if (ret) {
 		fprintf(stderr, "%s: %s: planning failed: %s\n", prog, path,
 			strerror(-ret));
-		return 1;
+		goto fail;
 	}
 	if (plan_exact_enabled() &&
 	    plan_exact_run(prog, path, m->p, m->plan))
-		return 1;
+		goto fail;
 	m->ms = now_ms() - t0;
 	return 0;
-}
-
-static void unload(struct model *m)
-{
-	if (m->is_graph)
-		md_graph_plan_free(&m->gp);
-	else
-		md_plan_free(&m->own);
-	md_problem_free(&m->prob);
+fail:
+	unload(m);
+	return 1;
 }
 
 static double ratio(uint64_t a, uint64_t b)
@@ -648,6 +650,7 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < n; i++) {
 		if (load(&models[i], argv[optind + i], format, &o)) {
+			/* load() freed what it had; the others are loaded. */
 			while (i--)
 				unload(&models[i]);
 			free(models);
