@@ -654,6 +654,11 @@ MD_API int md_graph_parse(struct md_graph *g, const char *text, size_t len,
 	char *line = NULL;
 	int ret = 0;
 
+	/* A UTF-8 byte order mark, as some editors write, is no text. */
+	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) {
+		text += 3;
+		len -= 3;
+	}
 	if (err) {
 		err->line = 0;
 		err->msg[0] = '\0';

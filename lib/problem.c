@@ -353,6 +353,11 @@ MD_API int md_problem_parse_csv(struct md_problem *p, const char *text,
 	char *line = NULL;
 	size_t line_cap = 0;
 
+	/* A UTF-8 byte order mark, as some editors write, is no text. */
+	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) {
+		text += 3;
+		len -= 3;
+	}
 	if (err) {
 		err->line = 0;
 		err->msg[0] = '\0';

@@ -372,6 +372,19 @@ TEST(build_by_hand)
 	md_graph_free(g);
 }
 
+/* A UTF-8 byte order mark before the first statement is skipped. */
+TEST(graph_bom_is_skipped)
+{
+	struct md_graph *g;
+	struct md_error e;
+
+	ASSERT_EQ(0, parse(&g, "\xef\xbb\xbfinput x 4\nop f x -> y:4\n", &e));
+	EXPECT_EQ(2, md_graph_tensor_count(g));
+	md_graph_free(g);
+	ASSERT_EQ(0, parse(&g, "\xef\xbb\xbf# comment\ninput x 4\n", &e));
+	md_graph_free(g);
+}
+
 /* Built by hand, a group past 2^64 is refused by the lowering itself. */
 TEST(lowering_refuses_what_wraps)
 {

@@ -260,6 +260,16 @@ TEST_F(cli, error_paths_leak_nothing)
 	EXPECT_EQ(1, rc);
 }
 
+/* A UTF-8 byte order mark at the start is skipped, in either format. */
+TEST_F(cli, bom_is_skipped)
+{
+	put("bom.csv", "\xef\xbb\xbfid,lower,upper,size\na,0,1,4\n");
+	put("bom.graph", "\xef\xbb\xbfinput x 4\nop f x -> y:4\n");
+	EXPECT_RUN(0, "bom.csv", "bom.csv (csv)");
+	EXPECT_RUN(0, "bom.graph", "bom.graph (graph)");
+	EXPECT_RUN(0, "-f graph bom.graph", "tensors             2");
+}
+
 TEST_F(cli, malformed_input_names_file_and_line)
 {
 	static const struct { const char *file, *want; } cases[] = {

@@ -151,4 +151,16 @@ TEST(lower_bound_half_open)
 	EXPECT_EQ(0, md_problem_lower_bound(&p, NULL));
 }
 
+/* A UTF-8 byte order mark before the header is skipped. */
+TEST(csv_bom_is_skipped)
+{
+	struct md_problem p;
+	struct md_error e;
+
+	ASSERT_EQ(0, parse(&p, "\xef\xbb\xbfid,lower,upper,size\na,0,1,4\n", &e));
+	ASSERT_EQ(1, p.n);
+	EXPECT_STREQ("a", p.bufs[0].id);
+	md_problem_free(&p);
+}
+
 TEST_HARNESS_MAIN
