@@ -652,7 +652,7 @@ MD_API int md_graph_parse(struct md_graph *g, const char *text, size_t len,
 	unsigned int ln = 0;
 	size_t pos = 0;
 	char *line = NULL;
-	int ret = 0;
+	int ret = 0, statements = 0;
 
 	/* A UTF-8 byte order mark, as some editors write, is no text. */
 	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) {
@@ -674,13 +674,17 @@ MD_API int md_graph_parse(struct md_graph *g, const char *text, size_t len,
 		memcpy(line, text + pos, l);
 		line[l] = '\0';
 		pos += l + 1;
+		statements |= line[strspn(line, " \t\r")] &&
+			      line[strspn(line, " \t\r")] != '#';
 		if (strlen(line) != l)
 			ret = md_parse_fail(err, ln, "NUL byte in the input");
 		else
 			ret = parse_line(g, line, ln, err);
 		free(line);
 	}
-	if (!ret && !g->nt)
+	if (!ret && !statements)
+		ret = md_parse_fail(err, 0, "empty input: no statements");
+	else if (!ret && !g->nt)
 		ret = md_parse_fail(err, ln, "no tensors: expected input/op lines");
 	if (!ret)
 		ret = check_sizes(g, err);

@@ -232,12 +232,39 @@ static int split(char *line, char **f, int max)
 	return n;
 }
 
+/*
+ * A header of one field that starts with a column name and goes on with
+ * another separator ("id;lower;upper;size"): which one, or NULL.
+ */
+static const char *other_separator(const char *s)
+{
+	static const struct { char c; const char *name; } seps[] = {
+		{ ';', "';'" }, { '\t', "tabs" }, { '|', "'|'" },
+		{ ' ', "blanks" }, { ':', "':'" },
+	};
+	size_t w = strspn(s, "abcdefghijklmnopqrstuvwxyz"), i, k;
+
+	for (k = 0; k < COL_NR; k++)
+		if (w == strlen(col_names[k]) && !strncmp(s, col_names[k], w))
+			break;
+	if (k == COL_NR)
+		return NULL;
+	for (i = 0; i < sizeof(seps) / sizeof(seps[0]); i++)
+		if (s[w] == seps[i].c)
+			return seps[i].name;
+	return NULL;
+}
+
 static int parse_header(char *line, unsigned int ln, int *col, int *ncols,
 			struct md_error *err)
 {
 	char *f[MAX_COLS];
 	int n = split(line, f, MAX_COLS), i, k;
+	const char *sep = n == 1 ? other_separator(f[0]) : NULL;
 
+	if (sep)
+		return md_parse_fail(err, ln, "the header's columns are separated by %s: MiniMalloc CSV separates them by ',' (id,lower,upper,size)",
+				     sep);
 	if (n > MAX_COLS)
 		return md_parse_fail(err, ln, "too many columns in the header");
 	for (k = 0; k < COL_NR; k++)
@@ -408,7 +435,7 @@ MD_API int md_problem_parse_csv(struct md_problem *p, const char *text,
 			break;
 	}
 	if (!ret && !have_header)
-		ret = md_parse_fail(err, ln, "no header line (id,lower,upper,size)");
+		ret = md_parse_fail(err, 0, "empty input: no header line (id,lower,upper,size)");
 	free(line);
 	free(ids.slot);
 	return ret;

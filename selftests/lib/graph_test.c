@@ -194,7 +194,9 @@ struct bad_graph {
 TEST(graph_parse_rejects_bad_input)
 {
 	static const struct bad_graph cases[] = {
-		{ "", 0, "no tensors" },
+		{ "", 0, "empty input: no statements" },
+		{ "# nothing\n\n", 0, "empty input" },
+		{ "mode parallel\n", 1, "no tensors" },
 		{ "frobnicate x\n", 1, "unknown statement 'frobnicate'" },
 		{ "input x 10\nop f y -> a:1\n", 2, "unknown tensor 'y'" },
 		{ "input x 10\nop f x a:1\n", 2, "missing '->'" },

@@ -232,6 +232,7 @@ TEST_F(cli, error_paths_leak_nothing)
 		{ "--exact --capacity 11 good.csv", 1 },
 		{ "--minimize --time-limit nan good.csv", 2 },
 		{ "-S nope good.csv", 2 }, { "good.csv good.graph", 0 },
+		{ "empty.csv", 1 }, { "junk.txt", 1 },
 	};
 	const char *vg = "valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99";
 	char cmd[PATH_MAX + 32];
@@ -242,6 +243,8 @@ TEST_F(cli, error_paths_leak_nothing)
 		SKIP(return, "valgrind not installed (tools/deps.sh host)");
 	snprintf(cmd, sizeof(cmd), "mkdir '%s/d'", dir);
 	ASSERT_EQ(0, system(cmd));
+	put("empty.csv", "");
+	put("junk.txt", "hello world\n");
 	put("wrap.graph", "input x 8E\ninput y 8E\ncontig x y\n");
 	put("wrap.csv", "id,lower,upper,size\na,0,2,9223372036854775808\n"
 			"b,1,3,9223372036854775808\n");
@@ -268,6 +271,46 @@ TEST_F(cli, bom_is_skipped)
 	EXPECT_RUN(0, "bom.csv", "bom.csv (csv)");
 	EXPECT_RUN(0, "bom.graph", "bom.graph (graph)");
 	EXPECT_RUN(0, "-f graph bom.graph", "tensors             2");
+}
+
+/*
+ * The format comes from the first statement line: a graph keyword, or a
+ * CSV column name; anything else is an error, not a guess. --format
+ * overrides it.
+ */
+TEST_F(cli, format_detection)
+{
+	put("empty.csv", "");
+	put("blank.csv", "\n# just a comment\r\n   \n");
+	put("semi.csv", "id;lower;upper;size\na;0;1;4\n");
+	put("tab.csv", "id\tlower\tupper\tsize\na\t0\t1\t4\n");
+	put("one.csv", "id\n");
+	put("upper.csv", "ID,LOWER,UPPER,SIZE\na,0,1,4\n");
+	put("junk.txt", "hello world\n");
+	put("comment.graph", "# a graph\n\nbarrier\ninput x 4\n");
+	put("mode.graph", "mode parallel # comment\ninput x 4\n");
+	put("size.csv", "size,id,lower,upper\n4,a,0,1\n");
+
+	EXPECT_RUN(1, "empty.csv",
+		   "empty.csv: empty input: no CSV header and no graph statement");
+	EXPECT_RUN(1, "blank.csv", "blank.csv: empty input");
+	EXPECT_RUN(1, "-f csv empty.csv", "empty.csv: empty input: no header line");
+	EXPECT_RUN(1, "-f graph empty.csv", "empty.csv: empty input: no statements");
+	EXPECT_RUN(1, "semi.csv",
+		   "semi.csv:1: the header's columns are separated by ';': MiniMalloc CSV separates them by ','");
+	EXPECT_RUN(1, "tab.csv", "tab.csv:1: the header's columns are separated by tabs");
+	EXPECT_RUN(1, "one.csv", "one.csv:1: header lacks the 'lower' column");
+	EXPECT_RUN(1, "upper.csv", "upper.csv:1: unknown column 'ID'");
+	EXPECT_RUN(1, "junk.txt",
+		   "junk.txt:1: neither a CSV header (id,lower,upper,size...) nor a graph statement");
+	EXPECT_RUN(1, "-f csv junk.txt", "junk.txt:1: unknown column 'hello world'");
+	EXPECT_RUN(1, "-f graph junk.txt", "junk.txt:1: unknown statement 'hello'");
+	EXPECT_RUN(0, "comment.graph", "comment.graph (graph)");
+	EXPECT_RUN(0, "mode.graph", "mode.graph (graph)");
+	EXPECT_RUN(0, "size.csv", "size.csv (csv)");
+	EXPECT_RUN(1, "-f csv good.graph", "good.graph:1: unknown column 'input x 1K'");
+	EXPECT_RUN(1, "-f graph good.csv", "good.csv:1: unknown statement");
+	EXPECT_RUN(2, "-f xml good.csv", "--format: csv or graph, not 'xml'");
 }
 
 TEST_F(cli, malformed_input_names_file_and_line)

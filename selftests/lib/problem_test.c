@@ -79,7 +79,14 @@ struct bad_case {
 TEST(csv_parse_rejects_bad_input)
 {
 	static const struct bad_case cases[] = {
-		{ "", 0, "no header" },
+		{ "", 0, "empty input: no header line" },
+		{ "\n  \n# only a comment\r\n", 0, "empty input" },
+		{ "id;lower;upper;size\na;0;1;4\n", 1,
+		  "the header's columns are separated by ';': MiniMalloc CSV separates them by ','" },
+		{ "id\tlower\tupper\tsize\n", 1, "separated by tabs" },
+		{ "id lower upper size\n", 1, "separated by blanks" },
+		{ "id|lower|upper|size\n", 1, "separated by '|'" },
+		{ "idx;lower\n", 1, "unknown column 'idx;lower'" },
 		{ "id,lower,upper\n", 1, "lacks the 'size'" },
 		{ "id,lower,upper,size,colour\n", 1, "unknown column 'colour'" },
 		{ "id,lower,upper,size,size\n", 1, "given twice" },

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <metadef/graph.h>
@@ -39,7 +40,8 @@ static void usage(FILE *f)
 		"  -o, --output PLAN.csv    write the plan: the input's columns + offset\n"
 		"  -s, --svg PLAN.svg       draw the plan: x = time, y = offset\n"
 		"  -j, --json               print JSON instead of text\n"
-		"  -f, --format csv|graph   input format (default: guessed from content)\n"
+		"  -f, --format csv|graph   input format (default: from the first line:\n"
+	"                           a graph keyword, or a CSV column name)\n"
 		"  -S, --strategy NAME      one strategy instead of all (see below)\n"
 		"  -i, --improve N          N passes of local search after the strategies\n"
 		"  -x, --exhaustive         all strategies even on large inputs\n"
@@ -88,23 +90,61 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-/* CSV when the first statement line has a comma. */
-static int looks_like_csv(const char *s, size_t len)
-{
-	size_t i = 0;
+enum { FMT_GUESS, FMT_CSV, FMT_GRAPH };
 
-	while (i < len) {
+/* Is @word (of @n letters) one of @list, ignoring case if @icase? */
+static int is_word(const char *word, size_t n, const char *const *list,
+		   int icase)
+{
+	for (; *list; list++)
+		if (strlen(*list) == n &&
+		    !(icase ? strncasecmp : strncmp)(word, *list, n))
+			return 1;
+	return 0;
+}
+
+/*
+ * The format of @s, from its first statement line (a byte order mark,
+ * blank lines and '#' comments skipped): a graph statement is a keyword
+ * and a blank (or the end of the line), a CSV header starts with a column
+ * name and a separator. Return: FMT_CSV, FMT_GRAPH, FMT_GUESS for an
+ * empty input, -1 for neither (its line in *@ln).
+ */
+static int guess_format(const char *s, size_t len, unsigned int *ln)
+{
+	static const char *const graph[] = {
+		"op", "input", "output", "barrier", "contig", "mode", "device",
+		"align", NULL
+	};
+	static const char *const columns[] = {
+		"id", "lower", "upper", "size", "alignment", "offset", NULL
+	};
+	size_t i = 0, w;
+
+	if (len >= 3 && !memcmp(s, "\xef\xbb\xbf", 3))
+		i = 3;
+	for (*ln = 1; i < len; ++*ln) {
 		size_t e = i;
 
 		while (e < len && s[e] != '\n')
 			e++;
 		while (i < e && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r'))
 			i++;
-		if (i < e && s[i] != '#')
-			return memchr(s + i, ',', e - i) != NULL;
+		if (i < e && s[i] != '#') {
+			for (w = 0; i + w < e && isalpha((unsigned char)s[i + w]);
+			     w++)
+				;
+			if (is_word(s + i, w, graph, 0) &&
+			    (i + w == e || strchr(" \t\r#", s[i + w])))
+				return FMT_GRAPH;
+			if (is_word(s + i, w, columns, 1) &&
+			    (i + w == e || !isalnum((unsigned char)s[i + w])))
+				return FMT_CSV;
+			return -1;
+		}
 		i = e + 1;
 	}
-	return 0;
+	return FMT_GUESS;
 }
 
 struct model {
@@ -190,7 +230,24 @@ static int load(struct model *m, const char *path, int format,
 		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
 		return 1;
 	}
-	m->is_graph = format ? format == 2 : !looks_like_csv(text, len);
+	if (!format) {
+		unsigned int ln;
+
+		format = guess_format(text, len, &ln);
+		if (format == FMT_GUESS) {
+			fprintf(stderr, "%s: empty input: no CSV header and no graph statement\n",
+				path);
+			free(text);
+			goto fail;
+		}
+		if (format < 0) {
+			fprintf(stderr, "%s:%u: neither a CSV header (id,lower,upper,size...) nor a graph statement (op, input, ...): say --format csv|graph\n",
+				path, ln);
+			free(text);
+			goto fail;
+		}
+	}
+	m->is_graph = format == FMT_GRAPH;
 	if (m->is_graph) {
 		ret = md_graph_new(&m->graph);
 		if (!ret)
@@ -577,9 +634,9 @@ int main(int argc, char **argv)
 			break;
 		case 'f':
 			if (!strcmp(optarg, "csv")) {
-				format = 1;
+				format = FMT_CSV;
 			} else if (!strcmp(optarg, "graph")) {
-				format = 2;
+				format = FMT_GRAPH;
 			} else {
 				fprintf(stderr, "%s: --format: csv or graph, not '%s'\n",
 					prog, optarg);
