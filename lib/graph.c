@@ -376,6 +376,20 @@ static int own_buffer(const struct md_graph *g, size_t i, uint64_t *size,
 	return group_layout(g, t->group, NULL, size, align);
 }
 
+MD_API uint64_t md_graph_tensor_size(const struct md_graph *g, int tensor)
+{
+	if (tensor < 0 || (size_t)tensor >= g->nt)
+		return 0;
+	return g->t[tensor].size;
+}
+
+MD_API uint64_t md_graph_tensor_align(const struct md_graph *g, int tensor)
+{
+	if (tensor < 0 || (size_t)tensor >= g->nt)
+		return 0;
+	return tensor_align(g, &g->t[tensor]);
+}
+
 /* ------------------------------------------------------------ parser */
 
 

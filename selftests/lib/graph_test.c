@@ -367,10 +367,16 @@ TEST(build_by_hand)
 	EXPECT_EQ(0, md_graph_output(g, 4));
 	EXPECT_EQ(-ENOENT, md_graph_output(g, 9));
 	EXPECT_STREQ("d", md_graph_tensor_name(g, 4));
+	EXPECT_EQ(20, md_graph_tensor_size(g, 4));
+	EXPECT_EQ(1, md_graph_tensor_align(g, 4));
+	EXPECT_EQ(0, md_graph_tensor_size(g, 9));
+	EXPECT_EQ(0, md_graph_tensor_align(g, -1));
 	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
 	EXPECT_EQ(1, gp.stats.inplace_taken);
 	EXPECT_EQ(gp.offset[2], gp.offset[4]);
 	md_graph_plan_free(&gp);
+	ASSERT_EQ(0, md_graph_set_device(g, MD_DEV_NPU, NULL));
+	EXPECT_EQ(256, md_graph_tensor_align(g, 4));
 	md_graph_free(g);
 }
 

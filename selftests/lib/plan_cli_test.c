@@ -15,6 +15,7 @@
 
 #include <metadef/plan.h>
 
+#include "json_mini.h"
 #include "kselftest_harness.h"
 
 static char bin[PATH_MAX];
@@ -311,6 +312,75 @@ TEST_F(cli, format_detection)
 	EXPECT_RUN(1, "-f csv good.graph", "good.graph:1: unknown column 'input x 1K'");
 	EXPECT_RUN(1, "-f graph good.csv", "good.csv:1: unknown statement");
 	EXPECT_RUN(2, "-f xml good.csv", "--format: csv or graph, not 'xml'");
+}
+
+/* The tensor_plan / buffer_plan entry with id @id, or NULL. */
+static const struct jv *placement(const struct jv *model, const char *list,
+				  const char *id)
+{
+	const struct jv *a = json_get(model, list);
+	size_t i;
+
+	for (i = 0; a && a->t == J_ARR && i < a->n; i++)
+		if (!strcmp(json_str(&a->items[i], "id"), id))
+			return &a->items[i];
+	return NULL;
+}
+
+/*
+ * --json carries every buffer's offset and, for a graph, every tensor's;
+ * a graph's -o has one row per tensor with its own offset and buffer.
+ */
+TEST_F(cli, offsets_in_json_and_per_tensor_csv)
+{
+	const struct jv *m, *a, *b, *x, *c;
+	char path[PATH_MAX + 64], text[4096];
+	struct jv doc;
+	size_t n;
+	FILE *f;
+
+	ASSERT_EQ(0, run("--json good.csv", self->out, sizeof(self->out)));
+	ASSERT_TRUE(json_parse(self->out, &doc));
+	m = &json_get(&doc, "models")->items[0];
+	ASSERT_NE(NULL, placement(m, "buffer_plan", "b5"));
+	EXPECT_EQ(21, json_u64(placement(m, "buffer_plan", "b5"), "upper"));
+	EXPECT_EQ(5, json_get(m, "buffer_plan")->n);
+	EXPECT_EQ(NULL, json_get(m, "tensor_plan"));
+	jv_free(&doc);
+
+	ASSERT_EQ(0, run("--json good.graph", self->out, sizeof(self->out)));
+	ASSERT_TRUE(json_parse(self->out, &doc));
+	m = &json_get(&doc, "models")->items[0];
+	a = placement(m, "tensor_plan", "a");
+	b = placement(m, "tensor_plan", "b");
+	x = placement(m, "tensor_plan", "x");
+	c = placement(m, "tensor_plan", "c");
+	ASSERT_TRUE(a && b && x && c);
+	EXPECT_EQ(4, json_get(m, "tensor_plan")->n);
+	/* b is written into a in place: same offset, same buffer. */
+	EXPECT_EQ(json_u64(a, "offset"), json_u64(b, "offset"));
+	EXPECT_STREQ("a+b", json_str(b, "buffer"));
+	EXPECT_EQ(4096, json_u64(b, "size"));
+	EXPECT_EQ(json_u64(placement(m, "buffer_plan", "a+b"), "offset"),
+		  json_u64(a, "offset"));
+	EXPECT_EQ(1024, json_u64(x, "size"));
+	EXPECT_NE(json_u64(x, "offset"), json_u64(a, "offset"));
+	jv_free(&doc);
+
+	ASSERT_EQ(0, run("good.graph -o plan.csv", self->out,
+			 sizeof(self->out)));
+	snprintf(path, sizeof(path), "%s/plan.csv", dir);
+	f = fopen(path, "r");
+	ASSERT_NE(NULL, f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	EXPECT_EQ(0, strncmp(text, "id,lower,upper,size,alignment,offset,buffer\n", 44));
+	EXPECT_NE(NULL, strstr(text, "\nx,0,3,1024,1,"));
+	EXPECT_NE(NULL, strstr(text, "\na,0,2,4096,1,"));
+	EXPECT_NE(NULL, strstr(text, "\nb,1,3,4096,1,"));
+	EXPECT_NE(NULL, strstr(text, ",a+b\n"));
+	EXPECT_NE(NULL, strstr(text, "\nc,2,3,1024,1,"));
 }
 
 TEST_F(cli, malformed_input_names_file_and_line)

@@ -37,9 +37,16 @@ static void usage(FILE *f)
 		"planned, then all share one arena (inter-model reuse).\n"
 		"\n"
 		"options:\n"
-		"  -o, --output PLAN.csv    write the plan: the input's columns + offset\n"
+		"  -o, --output PLAN.csv    write the plan: the input's columns + offset;\n"
+		"                           for a graph one row per tensor:\n"
+		"                           id,lower,upper,size,alignment,offset,buffer\n"
+		"                           (buffer: the block it shares, 'a+b')\n"
 		"  -s, --svg PLAN.svg       draw the plan: x = time, y = offset\n"
-		"  -j, --json               print JSON instead of text\n"
+		"  -j, --json               print JSON instead of text; each model has\n"
+		"                           \"buffer_plan\" (id, lower, upper, size,\n"
+		"                           alignment, offset of every buffer) and for\n"
+		"                           a graph \"tensor_plan\" (the same per tensor,\n"
+		"                           and its buffer)\n"
 		"  -f, --format csv|graph   input format (default: from the first line:\n"
 	"                           a graph keyword, or a CSV column name)\n"
 		"  -S, --strategy NAME      one strategy instead of all (see below)\n"
@@ -379,6 +386,58 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* A buffer's id; the index when it has none (a problem built by hand). */
+static const char *buf_id(const struct md_problem *p, size_t i, char *tmp,
+			  size_t len)
+{
+	if (p->bufs[i].id)
+		return p->bufs[i].id;
+	snprintf(tmp, len, "%zu", i);
+	return tmp;
+}
+
+/*
+ * "buffer_plan": every buffer planned with its offset; for a graph also
+ * "tensor_plan": every tensor with its own offset and its buffer's id.
+ */
+static void print_json_placements(const struct model *m)
+{
+	const struct md_problem *p = m->p;
+	char tmp[32];
+	size_t i;
+
+	printf(", \"buffer_plan\": [");
+	for (i = 0; i < p->n; i++) {
+		const struct md_buffer *b = &p->bufs[i];
+
+		printf("%s\n      {\"id\": ", i ? "," : "");
+		json_str(stdout, buf_id(p, i, tmp, sizeof(tmp)));
+		printf(", \"lower\": %" PRIu64 ", \"upper\": %" PRIu64
+		       ", \"size\": %" PRIu64 ", \"alignment\": %" PRIu64
+		       ", \"offset\": %" PRIu64 "}", b->lower, b->upper, b->size,
+		       b->align, m->plan->offsets[i]);
+	}
+	printf("%s]", p->n ? "\n    " : "");
+	if (!m->is_graph)
+		return;
+	printf(", \"tensor_plan\": [");
+	for (i = 0; i < m->gp.ntensors; i++) {
+		int t = (int)i;
+
+		printf("%s\n      {\"id\": ", i ? "," : "");
+		json_str(stdout, md_graph_tensor_name(m->graph, t));
+		printf(", \"lower\": %" PRIu64 ", \"upper\": %" PRIu64
+		       ", \"size\": %" PRIu64 ", \"alignment\": %" PRIu64
+		       ", \"offset\": %" PRIu64 ", \"buffer\": ",
+		       m->gp.lower[i], m->gp.upper[i],
+		       md_graph_tensor_size(m->graph, t),
+		       md_graph_tensor_align(m->graph, t), m->gp.offset[i]);
+		json_str(stdout, buf_id(p, m->gp.buffer[i], tmp, sizeof(tmp)));
+		printf("}");
+	}
+	printf("%s]", m->gp.ntensors ? "\n    " : "");
+}
+
 static void print_json(const struct model *m, int last)
 {
 	const struct md_plan *pl = m->plan;
@@ -418,34 +477,55 @@ static void print_json(const struct model *m, int last)
 		       st->inter_op_saved, st->inplace_taken,
 		       st->inplace_refused);
 	}
+	print_json_placements(m);
 	printf("}%s\n", last ? "" : ",");
+}
+
+/*
+ * A graph's plan: one row per tensor at its own offset, and the buffer
+ * (merged by in-place and contig) it lives in.
+ */
+static void write_tensor_csv(const struct model *m, FILE *f)
+{
+	const struct md_graph_plan *gp = &m->gp;
+	char tmp[32];
+	size_t i;
+
+	fprintf(f, "id,lower,upper,size,alignment,offset,buffer\n");
+	for (i = 0; i < gp->ntensors; i++)
+		fprintf(f, "%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+			",%" PRIu64 ",%s\n",
+			md_graph_tensor_name(m->graph, (int)i), gp->lower[i],
+			gp->upper[i], md_graph_tensor_size(m->graph, (int)i),
+			md_graph_tensor_align(m->graph, (int)i), gp->offset[i],
+			buf_id(m->p, gp->buffer[i], tmp, sizeof(tmp)));
 }
 
 static int write_csv(const struct model *m, const char *path)
 {
-	char *out;
+	char *out = NULL;
 	FILE *f;
-	int ret = md_problem_write_csv(m->p, m->plan->offsets, &out);
+	int ret = 0;
 
+	if (!m->is_graph)
+		ret = md_problem_write_csv(m->p, m->plan->offsets, &out);
 	if (ret) {
 		fprintf(stderr, "%s: %s\n", prog, strerror(-ret));
 		return 1;
 	}
-	if (!strcmp(path, "-")) {
-		/* Checked with the rest of stdout, by finish(). */
-		fputs(out, stdout);
-		free(out);
-		return 0;
-	}
-	f = fopen(path, "w");
+	/* stdout is checked with the rest of it, by finish(). */
+	f = strcmp(path, "-") ? fopen(path, "w") : stdout;
 	if (!f) {
 		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
 		free(out);
 		return 1;
 	}
-	fputs(out, f);
+	if (m->is_graph)
+		write_tensor_csv(m, f);
+	else
+		fputs(out, f);
 	free(out);
-	return close_output(f, path);
+	return f == stdout ? 0 : close_output(f, path);
 }
 
 /* ------------------------------------------------------------ SVG */
