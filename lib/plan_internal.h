@@ -48,22 +48,4 @@ struct md_kv {
  */
 int md_sort_kv(struct md_kv *a, size_t n);
 
-/*
- * Skyline over (compressed) time, see skyline.c. Buffer i covers the
- * elementary segments [lo[i], hi[i]).
- */
-struct md_skyline {
-	uint32_t *lo, *hi;
-	uint64_t *mx, *tag;
-	size_t nseg, size;
-};
-
-int md_skyline_init(struct md_skyline *s, const struct md_problem *p);
-void md_skyline_free(struct md_skyline *s);
-void md_skyline_reset(struct md_skyline *s);
-/* Highest top over buffer @i's lifetime. */
-uint64_t md_skyline_top(const struct md_skyline *s, uint32_t i);
-/* Raise the skyline over buffer @i's lifetime to at least @top. */
-void md_skyline_raise(struct md_skyline *s, uint32_t i, uint64_t top);
-
 #endif /* METADEF_PLAN_INTERNAL_H */

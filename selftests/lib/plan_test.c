@@ -333,32 +333,6 @@ TEST(fixed_offset_counts_toward_the_64_bit_limit)
 	md_problem_free(&p);
 }
 
-/* The skyline (for canonical placements): range max and raise. */
-TEST(skyline)
-{
-	struct md_problem p;
-	struct md_skyline s;
-
-	md_problem_init(&p);
-	md_problem_add(&p, NULL, 0, 10, 5, 0);
-	md_problem_add(&p, NULL, 5, 15, 7, 0);
-	md_problem_add(&p, NULL, 10, 20, 3, 0);
-	md_problem_add(&p, NULL, 20, 30, 3, 0);
-	ASSERT_EQ(0, md_skyline_init(&s, &p));
-	EXPECT_EQ(0, md_skyline_top(&s, 1));
-	md_skyline_raise(&s, 0, 5);		/* [0, 10) at 5 */
-	EXPECT_EQ(5, md_skyline_top(&s, 1));
-	EXPECT_EQ(0, md_skyline_top(&s, 2));	/* half-open */
-	md_skyline_raise(&s, 1, 5 + 7);		/* [5, 15) at 12 */
-	EXPECT_EQ(12, md_skyline_top(&s, 0));
-	EXPECT_EQ(12, md_skyline_top(&s, 2));
-	EXPECT_EQ(0, md_skyline_top(&s, 3));
-	md_skyline_reset(&s);
-	EXPECT_EQ(0, md_skyline_top(&s, 0));
-	md_skyline_free(&s);
-	md_problem_free(&p);
-}
-
 TEST(minimalloc_benchmark_plans_are_valid)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 256];
