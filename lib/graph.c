@@ -690,9 +690,8 @@ MD_API int md_graph_parse(struct md_graph *g, const char *text, size_t len,
 		pos += l + 1;
 		statements |= line[strspn(line, " \t\r")] &&
 			      line[strspn(line, " \t\r")] != '#';
-		if (strlen(line) != l)
-			ret = md_parse_fail(err, ln, "NUL byte in the input");
-		else
+		ret = md_check_line(line, l, ln, err);
+		if (!ret)
 			ret = parse_line(g, line, ln, err);
 		free(line);
 	}

@@ -18,6 +18,15 @@ int md_parse_u64(const char *s, uint64_t *out);
 int md_parse_fail(struct md_error *err, unsigned int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/*
+ * Check that line @ln (@len bytes, without its '\n') is text: valid UTF-8,
+ * no NUL or other control character but tabs, a '\r' only at its end
+ * (CRLF). Both parsers run it before looking at a line, so nothing else
+ * ever echoes such bytes in a message. Return: 0 or md_parse_fail().
+ */
+int md_check_line(const char *s, size_t len, unsigned int ln,
+		  struct md_error *err);
+
 /* Round @v up to a multiple of @a (a >= 1); UINT64_MAX on overflow. */
 static inline uint64_t md_round_up(uint64_t v, uint64_t a)
 {

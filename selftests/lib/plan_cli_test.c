@@ -70,6 +70,20 @@ static int run_cmd(const char *pre, const char *args, const char *redir,
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* @name in dir holding the @len bytes of @text (NULs included). */
+static void putn(const char *name, const char *text, size_t len)
+{
+	char path[PATH_MAX + 64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	if (f) {
+		fwrite(text, 1, len, f);
+		fclose(f);
+	}
+}
+
 /* Run metadef-plan with @args (in dir); stdout+stderr into @out. */
 static int run(const char *args, char *out, size_t len)
 {
@@ -83,6 +97,8 @@ static int run_full(const char *args, char *out, size_t len)
 }
 
 /* Run @args, expect exit status @rc and @want in the output. */
+#define H_NUL_CSV "id,lower,upper,size\na\0,0,1,4\n"
+
 #define EXPECT_RUN(rc, args, want) do {					\
 	int __rc = run(args, self->out, sizeof(self->out));		\
 									\
@@ -381,6 +397,86 @@ TEST_F(cli, offsets_in_json_and_per_tensor_csv)
 	EXPECT_NE(NULL, strstr(text, "\nb,1,3,4096,1,"));
 	EXPECT_NE(NULL, strstr(text, ",a+b\n"));
 	EXPECT_NE(NULL, strstr(text, "\nc,2,3,1024,1,"));
+}
+
+/*
+ * What a hostile user may feed it: each a clear "FILE:LINE: reason" and
+ * exit status 1 (or a plan, for what is merely unusual).
+ */
+TEST_F(cli, hostile_inputs)
+{
+#define H "id,lower,upper,size\n"
+	static const struct { const char *text; int rc; const char *want; } cases[] = {
+		{ H "a,0,1,99999999999999999999\n", 1,
+		  ":2: size '99999999999999999999' does not fit in 64 bits" },
+		{ H "a,0,18446744073709551616,4\n", 1, "does not fit in 64 bits" },
+		{ H "a,0,1,-4\n", 1, ":2: negative size '-4'" },
+		{ H "a,+0,1,4\n", 1, ":2: bad lower '+0'" },
+		{ H "a,0x1,2,4\n", 1, ":2: bad lower '0x1'" },
+		{ H "a,0,1,4e3\n", 1, ":2: bad size '4e3'" },
+		{ H "a,5,2,4\n", 1, ":2: upper 2 must be greater than lower 5" },
+		{ H "a,3,3,4\n", 1, ":2: upper 3 must be greater than lower 3" },
+		{ H "a,0,1,4\nb,0,1,4\na,2,3,4\n", 1, ":4: duplicate id 'a'" },
+		{ "id,lower,size\n", 1, ":1: header lacks the 'upper' column" },
+		{ H "a,0,1\n", 1, ":2: 3 fields, the header has 4" },
+		{ H "a,0,1,4,5\n", 1, ":2: 5 fields, the header has 4" },
+		{ "id,lower,upper,size,colour\n", 1, ":1: unknown column 'colour'" },
+		{ H "\xff\xfe,0,1,4\n", 1, ":2: not valid UTF-8: byte 0xff" },
+		{ H "\x1b[2Jx,0,1,4\n", 1, ":2: control character 0x1b" },
+		{ H "\"a\",0,1,4\n", 1, ":2: quoted field \"a\"" },
+		{ "id,lower,upper,size\ra,0,1,4\r", 1,
+		  ":1: carriage return inside a line" },
+		{ H "a,0,1,4\r\nb,0,1,4\r\n", 0, "peak                8 " },
+		{ "input x 4\r\nop f x -> y:4\r\noutput y\r\n", 0,
+		  "peak                8 " },
+		{ "input x 16E\n", 1, ":1: size '16E' does not fit in 64 bits" },
+		{ "input x -4\n", 1, ":1: negative size '-4'" },
+		{ "input x 4\ninput x 4\n", 1, ":2: tensor 'x' already defined" },
+		{ "input x 4\nop f x -> y:4 y:4\n", 1, ":2: an output of op 'f' is named twice" },
+		{ "input x 4\nop f x -> y:4 z\n", 1, ":2: output 'z' needs a size" },
+		{ "input \xc3\x28 4\n", 1, ":1: not valid UTF-8: byte 0xc3" },
+		{ "input x 4 3\n", 1, ":1: alignment 3 is not a power of two" },
+	};
+#undef H
+	char name[32], args[64], *big;
+	size_t i, n;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(name, sizeof(name), "h%zu.in", i);
+		put(name, cases[i].text);
+		snprintf(args, sizeof(args), "%s", name);
+		EXPECT_RUN(cases[i].rc, args, cases[i].want);
+	}
+	/* NUL bytes, in either format. */
+	putn("nul.csv", H_NUL_CSV, sizeof(H_NUL_CSV) - 1);
+	putn("nul.graph", "input x 4\0\n", 12);
+	EXPECT_RUN(1, "nul.csv", "nul.csv:2: NUL byte in the input");
+	EXPECT_RUN(1, "nul.graph", "nul.graph:1: NUL byte in the input");
+	/* A 4 MiB line: an id (fine) and a number (does not fit). */
+	n = 4u << 20;
+	big = malloc(n + 64);
+	ASSERT_NE(NULL, big);
+	memcpy(big, "id,lower,upper,size\n", 20);
+	memset(big + 20, 'a', n);
+	memcpy(big + 20 + n, ",0,1,4\n", 8);
+	putn("long.csv", big, 27 + n);
+	EXPECT_RUN(0, "long.csv", "buffers             1");
+	memcpy(big, "id,lower,upper,size\na,0,1,", 26);
+	memset(big + 26, '9', n);
+	big[26 + n] = '\n';
+	putn("longnum.csv", big, 27 + n);
+	EXPECT_RUN(1, "longnum.csv", "longnum.csv:2: size '9999");
+	free(big);
+	/* More words on one line than a graph statement takes. */
+	big = malloc(8192);
+	ASSERT_NE(NULL, big);
+	n = snprintf(big, 8192, "input x 4\nop f x ->");
+	for (i = 0; i < 300; i++)
+		n += snprintf(big + n, 8192 - n, " t%zu:4", i);
+	big[n++] = '\n';
+	putn("wide.graph", big, n);
+	EXPECT_RUN(1, "wide.graph", "wide.graph:2: too many words on one line (max 256)");
+	free(big);
 }
 
 TEST_F(cli, malformed_input_names_file_and_line)
