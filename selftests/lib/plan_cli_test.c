@@ -479,6 +479,46 @@ TEST_F(cli, hostile_inputs)
 	free(big);
 }
 
+/*
+ * With --minimize the exact planner moves the buffers (here to a plan of
+ * the same peak but other offsets): every tensor moves with its buffer.
+ */
+TEST_F(cli, exact_plan_moves_the_tensors)
+{
+	const struct jv *m, *bp, *tp;
+	struct jv doc;
+	size_t i, k;
+
+	put("r.graph", "input x0 1\n"
+		       "op o0 x0 -> t0_0:5 t0_1:4\n"
+		       "op o1 t0_0 -> t1_0:3 t1_1:5\n"
+		       "op o2 -> t2_0:3\n"
+		       "op o3 -> t3_0:5\n"
+		       "op o4 t1_1 -> t4_0:3\n"
+		       "op o5 -> t5_0:7\n"
+		       "op o6 t4_0 -> t6_0:3\n"
+		       "op o7 t2_0 -> t7_0:5\n");
+	ASSERT_EQ(0, run("--json -S size-first-fit --minimize --time-limit 5 r.graph",
+			 self->out, sizeof(self->out)));
+	ASSERT_TRUE(json_parse(self->out, &doc));
+	m = &json_get(&doc, "models")->items[0];
+	bp = json_get(m, "buffer_plan");
+	tp = json_get(m, "tensor_plan");
+	ASSERT_TRUE(bp && tp);
+	EXPECT_EQ(11, tp->n);
+	for (i = 0; i < tp->n; i++) {
+		const char *buf = json_str(&tp->items[i], "buffer");
+
+		for (k = 0; k < bp->n; k++)
+			if (!strcmp(json_str(&bp->items[k], "id"), buf))
+				break;
+		ASSERT_LT(k, bp->n);
+		EXPECT_EQ(json_u64(&bp->items[k], "offset"),
+			  json_u64(&tp->items[i], "offset"));
+	}
+	jv_free(&doc);
+}
+
 TEST_F(cli, malformed_input_names_file_and_line)
 {
 	static const struct { const char *file, *want; } cases[] = {

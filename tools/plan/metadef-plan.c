@@ -219,6 +219,41 @@ static void unload(struct model *m)
 	m->graph = NULL;
 }
 
+/*
+ * The exact planner replaces the buffers' offsets; a graph's tensors then
+ * move with their buffers, and its reuse figures follow the new peak.
+ */
+static int run_exact(struct model *m)
+{
+	struct md_graph_plan *gp = &m->gp;
+	uint64_t *old = NULL;
+	size_t i;
+
+	if (m->is_graph) {
+		old = malloc((m->p->n + 1) * sizeof(*old));
+		if (!old) {
+			fprintf(stderr, "%s: %s: %s\n", prog, m->path,
+				strerror(ENOMEM));
+			return 1;
+		}
+		memcpy(old, m->plan->offsets, m->p->n * sizeof(*old));
+	}
+	if (plan_exact_run(prog, m->path, m->p, m->plan)) {
+		free(old);
+		return 1;
+	}
+	if (!m->is_graph)
+		return 0;
+	for (i = 0; i < gp->ntensors; i++)
+		gp->offset[i] = gp->offset[i] - old[gp->buffer[i]] +
+				m->plan->offsets[gp->buffer[i]];
+	gp->stats.peak = m->plan->peak;
+	gp->stats.inter_op_saved = gp->stats.buffer_bytes > m->plan->peak ?
+				   gp->stats.buffer_bytes - m->plan->peak : 0;
+	free(old);
+	return 0;
+}
+
 /* Read, parse and plan @path into @m: 0, or 1 (printed, @m freed). */
 static int load(struct model *m, const char *path, int format,
 		const struct md_plan_opts *o)
@@ -295,8 +330,7 @@ static int load(struct model *m, const char *path, int format,
 			strerror(-ret));
 		goto fail;
 	}
-	if (plan_exact_enabled() &&
-	    plan_exact_run(prog, path, m->p, m->plan))
+	if (plan_exact_enabled() && run_exact(m))
 		goto fail;
 	m->ms = now_ms() - t0;
 	return 0;
