@@ -24,6 +24,7 @@ struct tensor {
 	int last_use;		/* last step reading it, -1: none */
 	int inplace_of;		/* input it may overwrite, or -1 */
 	int group;		/* contiguity group, or -1 */
+	unsigned int line;	/* where the parser met it, 0: by hand */
 };
 
 struct md_graph {
@@ -36,6 +37,7 @@ struct md_graph {
 	int parallel;
 	uint64_t align;		/* default alignment */
 	int **groups;		/* contiguity groups: -1 terminated */
+	unsigned int *group_line;	/* the parser's line of each, or 0 */
 	size_t ngroups;
 	/* name -> tensor id + 1 (0: empty), open addressing */
 	int *slot;
@@ -70,6 +72,7 @@ MD_API void md_graph_free(struct md_graph *g)
 	for (i = 0; i < g->ngroups; i++)
 		free(g->groups[i]);
 	free(g->groups);
+	free(g->group_line);
 	free(g->t);
 	free(g->stage);
 	free(g->slot);
@@ -272,6 +275,7 @@ MD_API int md_graph_output(struct md_graph *g, int tensor)
 
 MD_API int md_graph_contig(struct md_graph *g, const int *tensors, size_t n)
 {
+	unsigned int *nl;
 	int **ng, *grp;
 	size_t i, j;
 
@@ -288,13 +292,16 @@ MD_API int md_graph_contig(struct md_graph *g, const int *tensors, size_t n)
 	}
 	grp = malloc((n + 1) * sizeof(*grp));
 	ng = realloc(g->groups, (g->ngroups + 1) * sizeof(*ng));
-	if (!grp || !ng) {
+	if (ng)
+		g->groups = ng;
+	nl = realloc(g->group_line, (g->ngroups + 1) * sizeof(*nl));
+	if (nl)
+		g->group_line = nl;
+	if (!grp || !ng || !nl) {
 		free(grp);
-		if (ng)
-			g->groups = ng;
 		return -ENOMEM;
 	}
-	g->groups = ng;
+	g->group_line[g->ngroups] = 0;
 	for (i = 0; i < n; i++) {
 		grp[i] = tensors[i];
 		g->t[tensors[i]].group = (int)g->ngroups;
@@ -314,6 +321,73 @@ MD_API const char *md_graph_tensor_name(const struct md_graph *g, int tensor)
 	if (tensor < 0 || (size_t)tensor >= g->nt)
 		return NULL;
 	return g->t[tensor].name;
+}
+
+static uint64_t umax(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+static uint64_t tensor_align(const struct md_graph *g, const struct tensor *t)
+{
+	return t->align ? t->align : g->align;
+}
+
+/*
+ * Contiguity group @k laid out: each member's offset inside the group
+ * (into @inner, indexed by tensor; may be NULL), the group's size and
+ * alignment. -EOVERFLOW when it does not fit in 64 bits.
+ */
+static int group_layout(const struct md_graph *g, size_t k, uint64_t *inner,
+			uint64_t *size, uint64_t *align)
+{
+	const int *m = g->groups[k];
+	uint64_t end = 0, a = 1;
+	size_t i;
+
+	for (i = 0; m[i] >= 0; i++) {
+		const struct tensor *u = &g->t[m[i]];
+		uint64_t ua = tensor_align(g, u), r = end % ua;
+
+		if (r && __builtin_add_overflow(end, ua - r, &end))
+			return -EOVERFLOW;
+		if (inner)
+			inner[m[i]] = end;
+		if (__builtin_add_overflow(end, u->size, &end))
+			return -EOVERFLOW;
+		a = umax(a, ua);
+	}
+	*size = end;
+	*align = a;
+	return 0;
+}
+
+/* The size and alignment of tensor @i's buffer before in-place merges. */
+static int own_buffer(const struct md_graph *g, size_t i, uint64_t *size,
+		      uint64_t *align)
+{
+	const struct tensor *t = &g->t[i];
+
+	if (t->group < 0) {
+		*size = t->size;
+		*align = tensor_align(g, t);
+		return 0;
+	}
+	return group_layout(g, t->group, NULL, size, align);
+}
+
+MD_API uint64_t md_graph_tensor_size(const struct md_graph *g, int tensor)
+{
+	if (tensor < 0 || (size_t)tensor >= g->nt)
+		return 0;
+	return g->t[tensor].size;
+}
+
+MD_API uint64_t md_graph_tensor_align(const struct md_graph *g, int tensor)
+{
+	if (tensor < 0 || (size_t)tensor >= g->nt)
+		return 0;
+	return tensor_align(g, &g->t[tensor]);
 }
 
 /* ------------------------------------------------------------ parser */
@@ -456,7 +530,11 @@ static int parse_op(struct md_graph *g, char **tok, int n, unsigned int ln,
 	if (ret == -EEXIST)
 		return md_parse_fail(err, ln, "an output of op '%s' is named twice",
 			    tok[1]);
-	return ret < 0 ? ret : 0;
+	if (ret < 0)
+		return ret;
+	for (i = 0; i < nout; i++)
+		g->t[ret + i].line = ln;
+	return 0;
 }
 
 static int parse_line(struct md_graph *g, char *line, unsigned int ln,
@@ -487,7 +565,10 @@ static int parse_line(struct md_graph *g, char *line, unsigned int ln,
 		if (ret == -EEXIST)
 			return md_parse_fail(err, ln, "tensor '%s' already defined",
 				    tok[1]);
-		return ret < 0 ? ret : 0;
+		if (ret < 0)
+			return ret;
+		g->t[ret].line = ln;
+		return 0;
 	}
 	if (!strcmp(tok[0], "output")) {
 		if (n < 2)
@@ -519,6 +600,8 @@ static int parse_line(struct md_graph *g, char *line, unsigned int ln,
 		ret = md_graph_contig(g, ids, n - 1);
 		if (ret == -EEXIST)
 			return md_parse_fail(err, ln, "a tensor may be in one contig group, once");
+		if (!ret)
+			g->group_line[g->ngroups - 1] = ln;
 		return ret;
 	}
 	if (!strcmp(tok[0], "mode")) {
@@ -545,14 +628,51 @@ static int parse_line(struct md_graph *g, char *line, unsigned int ln,
 		    tok[0]);
 }
 
+/*
+ * Every buffer apart, with its alignment padding, must fit in 64 bits (the
+ * planner's own limit, md_plan_solve()): checked once the whole graph is
+ * read, since "align" and "device" may come after the tensors.
+ */
+static int check_sizes(const struct md_graph *g, struct md_error *err)
+{
+	uint64_t total = 0, size, align;
+	size_t i;
+
+	for (i = 0; i < g->ngroups; i++) {
+		if (!group_layout(g, i, NULL, &size, &align))
+			continue;
+		return md_parse_fail(err, g->group_line[i],
+				     "contig group starting with '%s': its tensors and their alignment padding need more than 2^64-1 bytes",
+				     g->t[g->groups[i][0]].name);
+	}
+	for (i = 0; i < g->nt; i++) {
+		const struct tensor *t = &g->t[i];
+
+		if (t->group >= 0 && g->groups[t->group][0] != (int)i)
+			continue;	/* a group counts once */
+		own_buffer(g, i, &size, &align);
+		if (__builtin_add_overflow(total, size, &total) ||
+		    __builtin_add_overflow(total, align - 1, &total))
+			return md_parse_fail(err, t->line,
+					     "with tensor '%s' the tensors and their alignment padding need more than 2^64-1 bytes",
+					     t->name);
+	}
+	return 0;
+}
+
 MD_API int md_graph_parse(struct md_graph *g, const char *text, size_t len,
 			  struct md_error *err)
 {
 	unsigned int ln = 0;
 	size_t pos = 0;
 	char *line = NULL;
-	int ret = 0;
+	int ret = 0, statements = 0;
 
+	/* A UTF-8 byte order mark, as some editors write, is no text. */
+	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) {
+		text += 3;
+		len -= 3;
+	}
 	if (err) {
 		err->line = 0;
 		err->msg[0] = '\0';
@@ -568,14 +688,19 @@ MD_API int md_graph_parse(struct md_graph *g, const char *text, size_t len,
 		memcpy(line, text + pos, l);
 		line[l] = '\0';
 		pos += l + 1;
-		if (strlen(line) != l)
-			ret = md_parse_fail(err, ln, "NUL byte in the input");
-		else
+		statements |= line[strspn(line, " \t\r")] &&
+			      line[strspn(line, " \t\r")] != '#';
+		ret = md_check_line(line, l, ln, err);
+		if (!ret)
 			ret = parse_line(g, line, ln, err);
 		free(line);
 	}
-	if (!ret && !g->nt)
+	if (!ret && !statements)
+		ret = md_parse_fail(err, 0, "empty input: no statements");
+	else if (!ret && !g->nt)
 		ret = md_parse_fail(err, ln, "no tensors: expected input/op lines");
+	if (!ret)
+		ret = check_sizes(g, err);
 	return ret;
 }
 
@@ -590,11 +715,6 @@ MD_API void md_graph_plan_free(struct md_graph_plan *gp)
 	free(gp->lower);
 	free(gp->upper);
 	memset(gp, 0, sizeof(*gp));
-}
-
-static uint64_t umax(uint64_t a, uint64_t b)
-{
-	return a > b ? a : b;
 }
 
 /* Make the id of a buffer from the names of its tensors: "a+b+c". */
@@ -694,28 +814,26 @@ MD_API int md_graph_lower(const struct md_graph *g, struct md_graph_plan *gp)
 		grp_buf[i] = -1;
 	for (i = 0; i < nt; i++) {
 		const struct tensor *t = &g->t[i];
-		uint64_t al = t->align ? t->align : g->align;
+		uint64_t al = tensor_align(g, t);
 		int src = t->inplace_of;
 		size_t b;
 
 		if (t->group >= 0) {
 			if (grp_buf[t->group] < 0) {
 				const int *m = g->groups[t->group];
-				uint64_t end = 0, a = 1;
 				size_t k;
 
 				b = nb++;
 				grp_buf[t->group] = (int)b;
 				blo[b] = UINT64_MAX;
+				if (group_layout(g, t->group, inner, &bsize[b],
+						 &balign[b])) {
+					ret = -EOVERFLOW;
+					goto out;
+				}
 				for (k = 0; m[k] >= 0; k++) {
 					const struct tensor *u = &g->t[m[k]];
-					uint64_t ua = u->align ? u->align :
-							 g->align;
 
-					end = md_round_up(end, ua);
-					inner[m[k]] = end;
-					end += u->size;
-					a = umax(a, ua);
 					if (gp->lower[m[k]] < blo[b])
 						blo[b] = gp->lower[m[k]];
 					bhi[b] = umax(bhi[b], gp->upper[m[k]]);
@@ -723,8 +841,6 @@ MD_API int md_graph_lower(const struct md_graph *g, struct md_graph_plan *gp)
 					if (add_name(&bname[b], u->name))
 						goto out;
 				}
-				bsize[b] = end;
-				balign[b] = a;
 			}
 			if (src >= 0)
 				gp->stats.inplace_refused++;
@@ -774,11 +890,19 @@ MD_API int md_graph_lower(const struct md_graph *g, struct md_graph_plan *gp)
 				     bsize[i], balign[i]);
 		if (ret)
 			goto out;
-		gp->stats.buffer_bytes += bsize[i];
+		if (__builtin_add_overflow(gp->stats.buffer_bytes, bsize[i],
+					   &gp->stats.buffer_bytes)) {
+			ret = -EOVERFLOW;
+			goto out;
+		}
 	}
 	gp->problem.has_align = 1;
 	for (i = 0; i < nt; i++) {
-		gp->stats.tensor_bytes += g->t[i].size;
+		if (__builtin_add_overflow(gp->stats.tensor_bytes, g->t[i].size,
+					   &gp->stats.tensor_bytes)) {
+			ret = -EOVERFLOW;
+			goto out;
+		}
 		gp->offset[i] = inner[i];	/* until planned */
 	}
 	gp->stats.lower_bound = md_problem_lower_bound(&gp->problem, NULL);

@@ -438,8 +438,19 @@ static int find_offset(struct placer *pl, uint32_t bx, enum fit fit,
 		if (r->end > cur)
 			cur = r->end;
 	}
+	if (best_len != UINT64_MAX) {
+		*out = best;
+		return 0;
+	}
+	/*
+	 * On top of everything: fixed buffers may sit anywhere, so the top
+	 * can be too high for this buffer to end within 64 bits.
+	 */
 	a = md_round_up(cur, b->align);
-	*out = best != UINT64_MAX ? best : a;
+	if (a < cur || (cur % b->align && a == UINT64_MAX) ||
+	    b->size > UINT64_MAX - a)
+		return -EOVERFLOW;
+	*out = a;
 	return 0;
 }
 
@@ -886,6 +897,7 @@ struct solver {
 	struct md_kv *kv;
 	uint64_t *best_off;
 	uint64_t best_peak;
+	int have_best;		/* best_*: a plan was kept */
 	int best_strat;
 	int improved;
 	enum fit best_fit;
@@ -896,8 +908,10 @@ static void keep_if_better(struct solver *s, const uint32_t *order, int strat,
 {
 	size_t n = s->p->n, i;
 
-	if (s->pl.peak >= s->best_peak)
+	/* Not a sentinel: a plan may end at exactly 2^64 - 1. */
+	if (s->have_best && s->pl.peak >= s->best_peak)
 		return;
+	s->have_best = 1;
 	s->best_peak = s->pl.peak;
 	if (strat == MD_STRAT_COUNT) {
 		s->improved = 1;
@@ -925,6 +939,9 @@ static int run_strategy(struct solver *s, int strat, struct md_plan *plan)
 		if (!ret)
 			ret = place_order(&s->pl, s->order, n, fit);
 	}
+	/* No plan within 64 bits this way; another strategy may find one. */
+	if (ret == -EOVERFLOW)
+		return 0;
 	if (ret)
 		return ret;
 	plan->strategy_peak[strat] = s->pl.peak;
@@ -984,9 +1001,9 @@ static int improve(struct solver *s, int passes)
 			(from - to) * sizeof(*s->trial));
 		s->trial[to] = x;
 		ret = place_order(&s->pl, s->trial, n, s->best_fit);
-		if (ret)
+		if (ret && ret != -EOVERFLOW)
 			return ret;
-		if (s->pl.peak <= cur_peak) {
+		if (!ret && s->pl.peak <= cur_peak) {
 			uint32_t *t = s->order;
 
 			s->order = s->trial;
@@ -1172,7 +1189,7 @@ MD_API int md_plan_solve(const struct md_problem *p,
 		return ret;
 	memset(&s, 0, sizeof(s));
 	s.p = &q;
-	s.best_peak = UINT64_MAX;
+	s.best_peak = 0;
 	s.best_strat = -1;
 	ret = placer_init(&s.pl, &q);
 	if (ret) {
@@ -1198,12 +1215,12 @@ MD_API int md_plan_solve(const struct md_problem *p,
 		ret = run_all(&s, opts, plan);
 	else
 		ret = run_strategy(&s, opts->strategy, plan);
+	if (!ret && n && !s.have_best)
+		ret = -EOVERFLOW;	/* every strategy ran past 2^64 */
 	if (!ret && opts->improve > 0)
 		ret = improve(&s, opts->improve);
 	if (ret)
 		goto out;
-	if (!n)
-		s.best_peak = 0;
 	for (i = 0; i < n; i++)
 		off[idx[i]] = s.best_off[i];
 

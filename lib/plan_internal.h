@@ -18,6 +18,15 @@ int md_parse_u64(const char *s, uint64_t *out);
 int md_parse_fail(struct md_error *err, unsigned int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/*
+ * Check that line @ln (@len bytes, without its '\n') is text: valid UTF-8,
+ * no NUL or other control character but tabs, a '\r' only at its end
+ * (CRLF). Both parsers run it before looking at a line, so nothing else
+ * ever echoes such bytes in a message. Return: 0 or md_parse_fail().
+ */
+int md_check_line(const char *s, size_t len, unsigned int ln,
+		  struct md_error *err);
+
 /* Round @v up to a multiple of @a (a >= 1); UINT64_MAX on overflow. */
 static inline uint64_t md_round_up(uint64_t v, uint64_t a)
 {
@@ -47,23 +56,5 @@ struct md_kv {
  * the same everywhere). Equal keys keep their order. Return: 0 or -ENOMEM.
  */
 int md_sort_kv(struct md_kv *a, size_t n);
-
-/*
- * Skyline over (compressed) time, see skyline.c. Buffer i covers the
- * elementary segments [lo[i], hi[i]).
- */
-struct md_skyline {
-	uint32_t *lo, *hi;
-	uint64_t *mx, *tag;
-	size_t nseg, size;
-};
-
-int md_skyline_init(struct md_skyline *s, const struct md_problem *p);
-void md_skyline_free(struct md_skyline *s);
-void md_skyline_reset(struct md_skyline *s);
-/* Highest top over buffer @i's lifetime. */
-uint64_t md_skyline_top(const struct md_skyline *s, uint32_t i);
-/* Raise the skyline over buffer @i's lifetime to at least @top. */
-void md_skyline_raise(struct md_skyline *s, uint32_t i, uint64_t top);
 
 #endif /* METADEF_PLAN_INTERNAL_H */

@@ -128,6 +128,66 @@ int md_parse_fail(struct md_error *err, unsigned int line, const char *fmt, ...)
 	return -EINVAL;
 }
 
+/* Length of the UTF-8 sequence at @s (@n bytes left), 0 if invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t len, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4;
+	else
+		return 0;	/* continuation byte, overlong lead, > U+10FFFF */
+	if (n < len)
+		return 0;
+	/* No overlong forms, no surrogates, nothing past U+10FFFF. */
+	if (s[0] == 0xe0)
+		lo = 0xa0;
+	else if (s[0] == 0xed)
+		hi = 0x9f;
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+int md_check_line(const char *s, size_t len, unsigned int ln,
+		  struct md_error *err)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, k;
+
+	while (i < len) {
+		if (u[i] == '\0')
+			return md_parse_fail(err, ln, "NUL byte in the input");
+		if (u[i] == '\r' && i + 1 < len)
+			return md_parse_fail(err, ln, "carriage return inside a line at column %zu (lines end with \\n or \\r\\n)",
+					     i + 1);
+		if ((u[i] < 0x20 && u[i] != '\t' && u[i] != '\r') ||
+		    u[i] == 0x7f)
+			return md_parse_fail(err, ln, "control character 0x%02x at column %zu",
+					     u[i], i + 1);
+		k = utf8_len(u + i, len - i);
+		if (!k)
+			return md_parse_fail(err, ln, "not valid UTF-8: byte 0x%02x at column %zu",
+					     u[i], i + 1);
+		i += k;
+	}
+	return 0;
+}
+
 /* Strict unsigned decimal: digits only, no sign, fits in 64 bits. */
 int md_parse_u64(const char *s, uint64_t *out)
 {
@@ -232,17 +292,47 @@ static int split(char *line, char **f, int max)
 	return n;
 }
 
+/*
+ * A header of one field that starts with a column name and goes on with
+ * another separator ("id;lower;upper;size"): which one, or NULL.
+ */
+static const char *other_separator(const char *s)
+{
+	static const struct { char c; const char *name; } seps[] = {
+		{ ';', "';'" }, { '\t', "tabs" }, { '|', "'|'" },
+		{ ' ', "blanks" }, { ':', "':'" },
+	};
+	size_t w = strspn(s, "abcdefghijklmnopqrstuvwxyz"), i, k;
+
+	for (k = 0; k < COL_NR; k++)
+		if (w == strlen(col_names[k]) && !strncmp(s, col_names[k], w))
+			break;
+	if (k == COL_NR)
+		return NULL;
+	for (i = 0; i < sizeof(seps) / sizeof(seps[0]); i++)
+		if (s[w] == seps[i].c)
+			return seps[i].name;
+	return NULL;
+}
+
 static int parse_header(char *line, unsigned int ln, int *col, int *ncols,
 			struct md_error *err)
 {
 	char *f[MAX_COLS];
 	int n = split(line, f, MAX_COLS), i, k;
+	const char *sep = n == 1 ? other_separator(f[0]) : NULL;
 
+	if (sep)
+		return md_parse_fail(err, ln, "the header's columns are separated by %s: MiniMalloc CSV separates them by ',' (id,lower,upper,size)",
+				     sep);
 	if (n > MAX_COLS)
 		return md_parse_fail(err, ln, "too many columns in the header");
 	for (k = 0; k < COL_NR; k++)
 		col[k] = -1;
 	for (i = 0; i < n; i++) {
+		if (*f[i] == '"')
+			return md_parse_fail(err, ln, "quoted column name %s: MiniMalloc CSV has no quoting",
+					     f[i]);
 		for (k = 0; k < COL_NR; k++)
 			if (!strcmp(f[i], col_names[k]))
 				break;
@@ -292,6 +382,10 @@ static int parse_row(struct md_problem *p, char *line, unsigned int ln,
 
 	if (n != ncols)
 		return md_parse_fail(err, ln, "%d fields, the header has %d", n, ncols);
+	for (k = 0; k < n; k++)
+		if (*f[k] == '"')
+			return md_parse_fail(err, ln, "quoted field %s: MiniMalloc CSV has no quoting",
+					     f[k]);
 	if (!*f[col[COL_ID]])
 		return md_parse_fail(err, ln, "empty id");
 	for (k = COL_LOWER; k < COL_NR; k++) {
@@ -353,6 +447,11 @@ MD_API int md_problem_parse_csv(struct md_problem *p, const char *text,
 	char *line = NULL;
 	size_t line_cap = 0;
 
+	/* A UTF-8 byte order mark, as some editors write, is no text. */
+	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) {
+		text += 3;
+		len -= 3;
+	}
 	if (err) {
 		err->line = 0;
 		err->msg[0] = '\0';
@@ -378,10 +477,9 @@ MD_API int md_problem_parse_csv(struct md_problem *p, const char *text,
 		memcpy(line, text + pos, l);
 		line[l] = '\0';
 		pos += l + 1;
-		if (memchr(line, '\0', l)) {
-			ret = md_parse_fail(err, ln, "NUL byte in the input");
+		ret = md_check_line(line, l, ln, err);
+		if (ret)
 			break;
-		}
 		s = trim(line);
 		if (!*s || *s == '#')
 			continue;
@@ -403,7 +501,7 @@ MD_API int md_problem_parse_csv(struct md_problem *p, const char *text,
 			break;
 	}
 	if (!ret && !have_header)
-		ret = md_parse_fail(err, ln, "no header line (id,lower,upper,size)");
+		ret = md_parse_fail(err, 0, "empty input: no header line (id,lower,upper,size)");
 	free(line);
 	free(ids.slot);
 	return ret;

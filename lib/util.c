@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <metadef/metadef.h>
 
@@ -82,11 +83,19 @@ MD_API char *md_read_file(const char *path, size_t *len)
 {
 	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
 	size_t cap = 0, n = 0, r;
+	struct stat st;
 	char *s = NULL;
 	int err = 0;
 
 	if (!f)
 		return NULL;
+	/* fopen() opens a directory; say so rather than fail the read. */
+	if (!fstat(fileno(f), &st) && S_ISDIR(st.st_mode)) {
+		if (f != stdin)
+			fclose(f);
+		errno = EISDIR;
+		return NULL;
+	}
 	for (;;) {
 		if (n + 65536 > cap) {
 			char *ns;
@@ -99,11 +108,13 @@ MD_API char *md_read_file(const char *path, size_t *len)
 			}
 			s = ns;
 		}
+		errno = 0;
 		r = fread(s + n, 1, cap - n, f);
 		n += r;
 		if (!r) {
+			/* fread() leaves the read(2) errno: keep it. */
 			if (ferror(f))
-				err = EIO;
+				err = errno ? errno : EIO;
 			break;
 		}
 	}

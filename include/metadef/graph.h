@@ -89,6 +89,9 @@ int md_graph_set_parallel(struct md_graph *g, int parallel);
 
 size_t md_graph_tensor_count(const struct md_graph *g);
 const char *md_graph_tensor_name(const struct md_graph *g, int tensor);
+/* Its size in bytes, and its alignment (its own or the graph's); 0 if none. */
+uint64_t md_graph_tensor_size(const struct md_graph *g, int tensor);
+uint64_t md_graph_tensor_align(const struct md_graph *g, int tensor);
 /* Tensor id by name, or -ENOENT. */
 int md_graph_find(const struct md_graph *g, const char *name);
 

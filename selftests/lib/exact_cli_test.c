@@ -185,6 +185,29 @@ TEST_F(cli, usage_errors)
 	EXPECT_EQ(2, run(args, self->out, sizeof(self->out)));
 }
 
+/* Only a finite number of seconds > 0: NaN compares false to everything. */
+TEST_F(cli, time_limit_must_be_a_number_of_seconds)
+{
+	static const char *const bad[] = {
+		"nan", "NAN", "-nan", "inf", "infinity", "-inf", "-1", "0",
+		"-0", "", " 5", "5 ", "1x", "5s", "0x", "1e308", "1e-400",
+	};
+	char args[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(args, sizeof(args), "--minimize --time-limit '%s' '%s'",
+			 bad[i], self->in);
+		EXPECT_EQ(2, run(args, self->out, sizeof(self->out)));
+		if (!strstr(self->out, "--time-limit: seconds"))
+			TH_LOG("'%s': %s", bad[i], self->out);
+		EXPECT_NE(NULL, strstr(self->out, "--time-limit: seconds"));
+	}
+	snprintf(args, sizeof(args), "--minimize --time-limit 0.5 '%s'",
+		 self->in);
+	EXPECT_EQ(0, run(args, self->out, sizeof(self->out)));
+}
+
 TEST_F(cli, time_limit_keeps_the_best_plan)
 {
 	char args[512];

@@ -194,7 +194,13 @@ struct bad_graph {
 TEST(graph_parse_rejects_bad_input)
 {
 	static const struct bad_graph cases[] = {
-		{ "", 0, "no tensors" },
+		{ "", 0, "empty input: no statements" },
+		{ "# nothing\n\n", 0, "empty input" },
+		{ "mode parallel\n", 1, "no tensors" },
+		{ "input x 4\ninput \xff 4\n", 2,
+		  "not valid UTF-8: byte 0xff at column 7" },
+		{ "input x 4\x1b\n", 1, "control character 0x1b at column 10" },
+		{ "input x 4\rop f x -> y:4\n", 1, "carriage return inside a line" },
 		{ "frobnicate x\n", 1, "unknown statement 'frobnicate'" },
 		{ "input x 10\nop f y -> a:1\n", 2, "unknown tensor 'y'" },
 		{ "input x 10\nop f x a:1\n", 2, "missing '->'" },
@@ -214,6 +220,15 @@ TEST(graph_parse_rejects_bad_input)
 		{ "input x 10\nbarrier now\n", 2, "no arguments" },
 		{ "input bad:name 10\n", 1, "bad tensor name" },
 		{ "input x 99999999999999999999\n", 1, "does not fit" },
+		/* Sizes that only wrap when added up. */
+		{ "input x 8E\ninput y 8E\nop f x y -> a:1K\ncontig x y\n",
+		  4, "contig group starting with 'x': its tensors and their alignment padding need more than 2^64-1 bytes" },
+		{ "input x 1\ninput y 18446744073709551615\ncontig x y\n", 3,
+		  "contig group starting with 'x'" },
+		{ "input x 8E\nop f x -> a:8E\n", 2,
+		  "with tensor 'a' the tensors and their alignment padding need more than 2^64-1 bytes" },
+		{ "input x 18446744073709551615\nalign 256\n", 1,
+		  "with tensor 'x'" },
 	};
 	size_t i;
 
@@ -356,10 +371,51 @@ TEST(build_by_hand)
 	EXPECT_EQ(0, md_graph_output(g, 4));
 	EXPECT_EQ(-ENOENT, md_graph_output(g, 9));
 	EXPECT_STREQ("d", md_graph_tensor_name(g, 4));
+	EXPECT_EQ(20, md_graph_tensor_size(g, 4));
+	EXPECT_EQ(1, md_graph_tensor_align(g, 4));
+	EXPECT_EQ(0, md_graph_tensor_size(g, 9));
+	EXPECT_EQ(0, md_graph_tensor_align(g, -1));
 	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
 	EXPECT_EQ(1, gp.stats.inplace_taken);
 	EXPECT_EQ(gp.offset[2], gp.offset[4]);
 	md_graph_plan_free(&gp);
+	ASSERT_EQ(0, md_graph_set_device(g, MD_DEV_NPU, NULL));
+	EXPECT_EQ(256, md_graph_tensor_align(g, 4));
+	md_graph_free(g);
+}
+
+/* A UTF-8 byte order mark before the first statement is skipped. */
+TEST(graph_bom_is_skipped)
+{
+	struct md_graph *g;
+	struct md_error e;
+
+	ASSERT_EQ(0, parse(&g, "\xef\xbb\xbfinput x 4\nop f x -> y:4\n", &e));
+	EXPECT_EQ(2, md_graph_tensor_count(g));
+	md_graph_free(g);
+	ASSERT_EQ(0, parse(&g, "\xef\xbb\xbf# comment\ninput x 4\n", &e));
+	md_graph_free(g);
+}
+
+/* Built by hand, a group past 2^64 is refused by the lowering itself. */
+TEST(lowering_refuses_what_wraps)
+{
+	struct md_graph *g;
+	struct md_graph_plan gp;
+	int ids[2];
+
+	ASSERT_EQ(0, md_graph_new(&g));
+	ids[0] = md_graph_input(g, "x", 1ull << 63, 0);
+	ids[1] = md_graph_input(g, "y", 1ull << 63, 0);
+	ASSERT_EQ(0, md_graph_contig(g, ids, 2));
+	EXPECT_EQ(-EOVERFLOW, md_graph_lower(g, &gp));
+	EXPECT_EQ(-EOVERFLOW, md_graph_plan(g, NULL, &gp));
+	md_graph_free(g);
+	/* Apart, the tensors' no-reuse total wraps: refused too. */
+	ASSERT_EQ(0, md_graph_new(&g));
+	md_graph_input(g, "x", 1ull << 63, 0);
+	md_graph_input(g, "y", 1ull << 63, 0);
+	EXPECT_EQ(-EOVERFLOW, md_graph_lower(g, &gp));
 	md_graph_free(g);
 }
 

@@ -15,6 +15,7 @@
 
 #include <metadef/plan.h>
 
+#include "json_mini.h"
 #include "kselftest_harness.h"
 
 static char bin[PATH_MAX];
@@ -46,15 +47,20 @@ static void put(const char *name, const char *text)
 	}
 }
 
-/* Run metadef-plan with @args (in dir); stdout+stderr into @out. */
-static int run(const char *args, char *out, size_t len)
+/*
+ * Run "@pre metadef-plan @args @redir" in dir; what it prints into @out.
+ * Return: its exit status, or -1.
+ */
+static int run_cmd(const char *pre, const char *args, const char *redir,
+		   char *out, size_t len)
 {
-	char cmd[PATH_MAX * 2 + 512];
+	char cmd[PATH_MAX * 2 + 1024];
 	FILE *p;
 	size_t n;
 	int st;
 
-	snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' %s 2>&1", dir, bin, args);
+	snprintf(cmd, sizeof(cmd), "cd '%s' && %s '%s' %s %s", dir, pre, bin,
+		 args, redir);
 	p = popen(cmd, "r");
 	if (!p)
 		return -1;
@@ -63,6 +69,44 @@ static int run(const char *args, char *out, size_t len)
 	st = pclose(p);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+
+/* @name in dir holding the @len bytes of @text (NULs included). */
+static void putn(const char *name, const char *text, size_t len)
+{
+	char path[PATH_MAX + 64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	if (f) {
+		fwrite(text, 1, len, f);
+		fclose(f);
+	}
+}
+
+/* Run metadef-plan with @args (in dir); stdout+stderr into @out. */
+static int run(const char *args, char *out, size_t len)
+{
+	return run_cmd("", args, "2>&1", out, len);
+}
+
+/* Run metadef-plan with @args, stdout into /dev/full, stderr into @out. */
+static int run_full(const char *args, char *out, size_t len)
+{
+	return run_cmd("", args, "2>&1 >/dev/full", out, len);
+}
+
+/* Run @args, expect exit status @rc and @want in the output. */
+#define H_NUL_CSV "id,lower,upper,size\na\0,0,1,4\n"
+
+#define EXPECT_RUN(rc, args, want) do {					\
+	int __rc = run(args, self->out, sizeof(self->out));		\
+									\
+	if (__rc != (rc) || !strstr(self->out, want))			\
+		TH_LOG("%s: rc %d, got: %s", args, __rc, self->out);	\
+	EXPECT_EQ(rc, __rc);						\
+	EXPECT_NE(NULL, strstr(self->out, want));			\
+} while (0)
 
 FIXTURE(cli) {
 	char out[1 << 16];
@@ -108,10 +152,371 @@ TEST_F(cli, usage_and_help)
 	EXPECT_EQ(2, run("-S nope good.csv", self->out, sizeof(self->out)));
 	EXPECT_NE(NULL, strstr(self->out, "unknown strategy 'nope'"));
 	EXPECT_EQ(2, run("-i x good.csv", self->out, sizeof(self->out)));
+	EXPECT_RUN(2, "-i ' 5' good.csv", "--improve: a number of passes");
+	EXPECT_RUN(2, "-i +5 good.csv", "--improve: a number of passes");
+	EXPECT_RUN(2, "-i -1 good.csv", "--improve: a number of passes");
+	EXPECT_RUN(2, "-i '' good.csv", "--improve: a number of passes");
+	EXPECT_RUN(2, "-i 1000001 good.csv", "--improve: a number of passes");
+	EXPECT_RUN(2, "-i 99999999999999999999 good.csv",
+		   "--improve: a number of passes");
+	EXPECT_RUN(0, "-i 3 good.csv", "peak");
 	EXPECT_EQ(2, run("-o p.csv good.csv good.csv", self->out,
 			 sizeof(self->out)));
 	EXPECT_EQ(1, run("missing.csv", self->out, sizeof(self->out)));
 	EXPECT_NE(NULL, strstr(self->out, "missing.csv: No such file"));
+}
+
+TEST_F(cli, unreadable_input_says_why)
+{
+	char cmd[PATH_MAX + 32];
+
+	snprintf(cmd, sizeof(cmd), "mkdir '%s/d'", dir);
+	ASSERT_EQ(0, system(cmd));
+	EXPECT_RUN(1, "d", "metadef-plan: d: Is a directory");
+	EXPECT_RUN(1, "- < d", "metadef-plan: -: Is a directory");
+}
+
+/* A plan that ends at exactly 2^64 - 1 is planned, not "Bad address". */
+TEST_F(cli, peak_of_2_to_the_64_minus_1)
+{
+	put("top.csv", "id,lower,upper,size\n"
+		       "a,0,2,9223372036854775808\n"
+		       "b,1,3,9223372036854775807\n");
+	EXPECT_RUN(0, "top.csv", "peak                18446744073709551615 ");
+	EXPECT_EQ(NULL, strstr(self->out, "strategy            ?"));
+}
+
+/* Sizes whose sum wraps past 2^64: an error naming it, never a plan. */
+TEST_F(cli, sizes_past_2_to_the_64)
+{
+	put("wrap.graph", "input x 8E\ninput y 8E\nop f x y -> a:1K\n"
+			  "contig x y\n");
+	put("wrap.csv", "id,lower,upper,size\na,0,2,9223372036854775808\n"
+			"b,1,3,9223372036854775808\n");
+	put("fixed.csv", "id,lower,upper,size,offset\n"
+			 "a,0,2,4611686018427387904,9223372036854775808\n"
+			 "b,1,3,9223372036854775809,\n");
+	EXPECT_RUN(1, "wrap.graph", "wrap.graph:4: contig group starting with 'x': its tensors and their alignment padding need more than 2^64-1 bytes");
+	EXPECT_RUN(1, "wrap.csv", "wrap.csv: no plan within 64 bits");
+	EXPECT_RUN(1, "fixed.csv", "fixed.csv: no plan within 64 bits");
+}
+
+/* Every output is checked: a full disk is an error, never exit 0. */
+TEST_F(cli, write_errors_fail)
+{
+	static const char *const to_stdout[] = {
+		"good.csv", "--json good.csv", "good.graph", "-o - good.csv",
+		"--help", "--version", "--json good.graph good.csv",
+	};
+	size_t i;
+	int rc;
+
+	if (access("/dev/full", W_OK))
+		SKIP(return, "no /dev/full");
+	for (i = 0; i < sizeof(to_stdout) / sizeof(to_stdout[0]); i++) {
+		rc = run_full(to_stdout[i], self->out, sizeof(self->out));
+		if (rc != 1 || !strstr(self->out, "standard output: No space"))
+			TH_LOG("%s: rc %d: %s", to_stdout[i], rc, self->out);
+		EXPECT_EQ(1, rc);
+		EXPECT_NE(NULL, strstr(self->out,
+				       "metadef-plan: standard output: No space left on device"));
+	}
+	EXPECT_RUN(1, "-o /dev/full good.csv",
+		   "metadef-plan: /dev/full: No space left on device");
+	EXPECT_RUN(1, "--svg /dev/full good.csv",
+		   "metadef-plan: /dev/full: No space left on device");
+	EXPECT_RUN(1, "-o /dev/full good.graph",
+		   "metadef-plan: /dev/full: No space left on device");
+	EXPECT_RUN(1, "-o nodir/plan.csv good.csv",
+		   "metadef-plan: nodir/plan.csv: No such file or directory");
+}
+
+/*
+ * Every error path frees what it allocated: each failing run under
+ * valgrind, any leak (definite, indirect, possible) or memory error is
+ * exit status 99.
+ */
+TEST_F(cli, error_paths_leak_nothing)
+{
+	static const struct { const char *args; int rc; } cases[] = {
+		{ "missing.csv", 1 }, { "d", 1 }, { "neg.csv", 1 },
+		{ "num.csv", 1 }, { "order.csv", 1 }, { "dup.csv", 1 },
+		{ "clash.csv", 1 }, { "bad.graph", 1 }, { "wrap.graph", 1 },
+		{ "wrap.csv", 1 }, { "fixed.csv", 1 },
+		{ "good.csv dup.csv", 1 }, { "good.graph good.csv bad.graph", 1 },
+		{ "-o /dev/full good.csv", 1 }, { "--svg /dev/full good.graph", 1 },
+		{ "-o nodir/p.csv good.graph", 1 },
+		{ "--exact --capacity 11 good.csv", 1 },
+		{ "--minimize --time-limit nan good.csv", 2 },
+		{ "-S nope good.csv", 2 }, { "good.csv good.graph", 0 },
+		{ "empty.csv", 1 }, { "junk.txt", 1 },
+	};
+	const char *vg = "valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99";
+	char cmd[PATH_MAX + 32];
+	size_t i;
+	int rc;
+
+	if (system("valgrind --version >/dev/null 2>&1"))
+		SKIP(return, "valgrind not installed (tools/deps.sh host)");
+	snprintf(cmd, sizeof(cmd), "mkdir '%s/d'", dir);
+	ASSERT_EQ(0, system(cmd));
+	put("empty.csv", "");
+	put("junk.txt", "hello world\n");
+	put("wrap.graph", "input x 8E\ninput y 8E\ncontig x y\n");
+	put("wrap.csv", "id,lower,upper,size\na,0,2,9223372036854775808\n"
+			"b,1,3,9223372036854775808\n");
+	put("fixed.csv", "id,lower,upper,size,offset\n"
+			 "a,0,2,4611686018427387904,9223372036854775808\n"
+			 "b,1,3,9223372036854775809,\n");
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		rc = run_cmd(vg, cases[i].args, "2>&1 >/dev/null", self->out,
+			     sizeof(self->out));
+		if (rc != cases[i].rc)
+			TH_LOG("%s: rc %d: %s", cases[i].args, rc, self->out);
+		EXPECT_EQ(cases[i].rc, rc);
+	}
+	rc = run_cmd(vg, "good.graph", "2>&1 >/dev/full", self->out,
+		     sizeof(self->out));
+	EXPECT_EQ(1, rc);
+}
+
+/* A UTF-8 byte order mark at the start is skipped, in either format. */
+TEST_F(cli, bom_is_skipped)
+{
+	put("bom.csv", "\xef\xbb\xbfid,lower,upper,size\na,0,1,4\n");
+	put("bom.graph", "\xef\xbb\xbfinput x 4\nop f x -> y:4\n");
+	EXPECT_RUN(0, "bom.csv", "bom.csv (csv)");
+	EXPECT_RUN(0, "bom.graph", "bom.graph (graph)");
+	EXPECT_RUN(0, "-f graph bom.graph", "tensors             2");
+}
+
+/*
+ * The format comes from the first statement line: a graph keyword, or a
+ * CSV column name; anything else is an error, not a guess. --format
+ * overrides it.
+ */
+TEST_F(cli, format_detection)
+{
+	put("empty.csv", "");
+	put("blank.csv", "\n# just a comment\r\n   \n");
+	put("semi.csv", "id;lower;upper;size\na;0;1;4\n");
+	put("tab.csv", "id\tlower\tupper\tsize\na\t0\t1\t4\n");
+	put("one.csv", "id\n");
+	put("upper.csv", "ID,LOWER,UPPER,SIZE\na,0,1,4\n");
+	put("junk.txt", "hello world\n");
+	put("comment.graph", "# a graph\n\nbarrier\ninput x 4\n");
+	put("mode.graph", "mode parallel # comment\ninput x 4\n");
+	put("size.csv", "size,id,lower,upper\n4,a,0,1\n");
+
+	EXPECT_RUN(1, "empty.csv",
+		   "empty.csv: empty input: no CSV header and no graph statement");
+	EXPECT_RUN(1, "blank.csv", "blank.csv: empty input");
+	EXPECT_RUN(1, "-f csv empty.csv", "empty.csv: empty input: no header line");
+	EXPECT_RUN(1, "-f graph empty.csv", "empty.csv: empty input: no statements");
+	EXPECT_RUN(1, "semi.csv",
+		   "semi.csv:1: the header's columns are separated by ';': MiniMalloc CSV separates them by ','");
+	EXPECT_RUN(1, "tab.csv", "tab.csv:1: the header's columns are separated by tabs");
+	EXPECT_RUN(1, "one.csv", "one.csv:1: header lacks the 'lower' column");
+	EXPECT_RUN(1, "upper.csv", "upper.csv:1: unknown column 'ID'");
+	EXPECT_RUN(1, "junk.txt",
+		   "junk.txt:1: neither a CSV header (id,lower,upper,size...) nor a graph statement");
+	EXPECT_RUN(1, "-f csv junk.txt", "junk.txt:1: unknown column 'hello world'");
+	EXPECT_RUN(1, "-f graph junk.txt", "junk.txt:1: unknown statement 'hello'");
+	EXPECT_RUN(0, "comment.graph", "comment.graph (graph)");
+	EXPECT_RUN(0, "mode.graph", "mode.graph (graph)");
+	EXPECT_RUN(0, "size.csv", "size.csv (csv)");
+	EXPECT_RUN(1, "-f csv good.graph", "good.graph:1: unknown column 'input x 1K'");
+	EXPECT_RUN(1, "-f graph good.csv", "good.csv:1: unknown statement");
+	EXPECT_RUN(2, "-f xml good.csv", "--format: csv or graph, not 'xml'");
+}
+
+/* The tensor_plan / buffer_plan entry with id @id, or NULL. */
+static const struct jv *placement(const struct jv *model, const char *list,
+				  const char *id)
+{
+	const struct jv *a = json_get(model, list);
+	size_t i;
+
+	for (i = 0; a && a->t == J_ARR && i < a->n; i++)
+		if (!strcmp(json_str(&a->items[i], "id"), id))
+			return &a->items[i];
+	return NULL;
+}
+
+/*
+ * --json carries every buffer's offset and, for a graph, every tensor's;
+ * a graph's -o has one row per tensor with its own offset and buffer.
+ */
+TEST_F(cli, offsets_in_json_and_per_tensor_csv)
+{
+	const struct jv *m, *a, *b, *x, *c;
+	char path[PATH_MAX + 64], text[4096];
+	struct jv doc;
+	size_t n;
+	FILE *f;
+
+	ASSERT_EQ(0, run("--json good.csv", self->out, sizeof(self->out)));
+	ASSERT_TRUE(json_parse(self->out, &doc));
+	m = &json_get(&doc, "models")->items[0];
+	ASSERT_NE(NULL, placement(m, "buffer_plan", "b5"));
+	EXPECT_EQ(21, json_u64(placement(m, "buffer_plan", "b5"), "upper"));
+	EXPECT_EQ(5, json_get(m, "buffer_plan")->n);
+	EXPECT_EQ(NULL, json_get(m, "tensor_plan"));
+	jv_free(&doc);
+
+	ASSERT_EQ(0, run("--json good.graph", self->out, sizeof(self->out)));
+	ASSERT_TRUE(json_parse(self->out, &doc));
+	m = &json_get(&doc, "models")->items[0];
+	a = placement(m, "tensor_plan", "a");
+	b = placement(m, "tensor_plan", "b");
+	x = placement(m, "tensor_plan", "x");
+	c = placement(m, "tensor_plan", "c");
+	ASSERT_TRUE(a && b && x && c);
+	EXPECT_EQ(4, json_get(m, "tensor_plan")->n);
+	/* b is written into a in place: same offset, same buffer. */
+	EXPECT_EQ(json_u64(a, "offset"), json_u64(b, "offset"));
+	EXPECT_STREQ("a+b", json_str(b, "buffer"));
+	EXPECT_EQ(4096, json_u64(b, "size"));
+	EXPECT_EQ(json_u64(placement(m, "buffer_plan", "a+b"), "offset"),
+		  json_u64(a, "offset"));
+	EXPECT_EQ(1024, json_u64(x, "size"));
+	EXPECT_NE(json_u64(x, "offset"), json_u64(a, "offset"));
+	jv_free(&doc);
+
+	ASSERT_EQ(0, run("good.graph -o plan.csv", self->out,
+			 sizeof(self->out)));
+	snprintf(path, sizeof(path), "%s/plan.csv", dir);
+	f = fopen(path, "r");
+	ASSERT_NE(NULL, f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	EXPECT_EQ(0, strncmp(text, "id,lower,upper,size,alignment,offset,buffer\n", 44));
+	EXPECT_NE(NULL, strstr(text, "\nx,0,3,1024,1,"));
+	EXPECT_NE(NULL, strstr(text, "\na,0,2,4096,1,"));
+	EXPECT_NE(NULL, strstr(text, "\nb,1,3,4096,1,"));
+	EXPECT_NE(NULL, strstr(text, ",a+b\n"));
+	EXPECT_NE(NULL, strstr(text, "\nc,2,3,1024,1,"));
+}
+
+/*
+ * What a hostile user may feed it: each a clear "FILE:LINE: reason" and
+ * exit status 1 (or a plan, for what is merely unusual).
+ */
+TEST_F(cli, hostile_inputs)
+{
+#define H "id,lower,upper,size\n"
+	static const struct { const char *text; int rc; const char *want; } cases[] = {
+		{ H "a,0,1,99999999999999999999\n", 1,
+		  ":2: size '99999999999999999999' does not fit in 64 bits" },
+		{ H "a,0,18446744073709551616,4\n", 1, "does not fit in 64 bits" },
+		{ H "a,0,1,-4\n", 1, ":2: negative size '-4'" },
+		{ H "a,+0,1,4\n", 1, ":2: bad lower '+0'" },
+		{ H "a,0x1,2,4\n", 1, ":2: bad lower '0x1'" },
+		{ H "a,0,1,4e3\n", 1, ":2: bad size '4e3'" },
+		{ H "a,5,2,4\n", 1, ":2: upper 2 must be greater than lower 5" },
+		{ H "a,3,3,4\n", 1, ":2: upper 3 must be greater than lower 3" },
+		{ H "a,0,1,4\nb,0,1,4\na,2,3,4\n", 1, ":4: duplicate id 'a'" },
+		{ "id,lower,size\n", 1, ":1: header lacks the 'upper' column" },
+		{ H "a,0,1\n", 1, ":2: 3 fields, the header has 4" },
+		{ H "a,0,1,4,5\n", 1, ":2: 5 fields, the header has 4" },
+		{ "id,lower,upper,size,colour\n", 1, ":1: unknown column 'colour'" },
+		{ H "\xff\xfe,0,1,4\n", 1, ":2: not valid UTF-8: byte 0xff" },
+		{ H "\x1b[2Jx,0,1,4\n", 1, ":2: control character 0x1b" },
+		{ H "\"a\",0,1,4\n", 1, ":2: quoted field \"a\"" },
+		{ "id,lower,upper,size\ra,0,1,4\r", 1,
+		  ":1: carriage return inside a line" },
+		{ H "a,0,1,4\r\nb,0,1,4\r\n", 0, "peak                8 " },
+		{ "input x 4\r\nop f x -> y:4\r\noutput y\r\n", 0,
+		  "peak                8 " },
+		{ "input x 16E\n", 1, ":1: size '16E' does not fit in 64 bits" },
+		{ "input x -4\n", 1, ":1: negative size '-4'" },
+		{ "input x 4\ninput x 4\n", 1, ":2: tensor 'x' already defined" },
+		{ "input x 4\nop f x -> y:4 y:4\n", 1, ":2: an output of op 'f' is named twice" },
+		{ "input x 4\nop f x -> y:4 z\n", 1, ":2: output 'z' needs a size" },
+		{ "input \xc3\x28 4\n", 1, ":1: not valid UTF-8: byte 0xc3" },
+		{ "input x 4 3\n", 1, ":1: alignment 3 is not a power of two" },
+	};
+#undef H
+	char name[32], args[64], *big;
+	size_t i, n;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(name, sizeof(name), "h%zu.in", i);
+		put(name, cases[i].text);
+		snprintf(args, sizeof(args), "%s", name);
+		EXPECT_RUN(cases[i].rc, args, cases[i].want);
+	}
+	/* NUL bytes, in either format. */
+	putn("nul.csv", H_NUL_CSV, sizeof(H_NUL_CSV) - 1);
+	putn("nul.graph", "input x 4\0\n", 12);
+	EXPECT_RUN(1, "nul.csv", "nul.csv:2: NUL byte in the input");
+	EXPECT_RUN(1, "nul.graph", "nul.graph:1: NUL byte in the input");
+	/* A 4 MiB line: an id (fine) and a number (does not fit). */
+	n = 4u << 20;
+	big = malloc(n + 64);
+	ASSERT_NE(NULL, big);
+	memcpy(big, "id,lower,upper,size\n", 20);
+	memset(big + 20, 'a', n);
+	memcpy(big + 20 + n, ",0,1,4\n", 8);
+	putn("long.csv", big, 27 + n);
+	EXPECT_RUN(0, "long.csv", "buffers             1");
+	memcpy(big, "id,lower,upper,size\na,0,1,", 26);
+	memset(big + 26, '9', n);
+	big[26 + n] = '\n';
+	putn("longnum.csv", big, 27 + n);
+	EXPECT_RUN(1, "longnum.csv", "longnum.csv:2: size '9999");
+	free(big);
+	/* More words on one line than a graph statement takes. */
+	big = malloc(8192);
+	ASSERT_NE(NULL, big);
+	n = snprintf(big, 8192, "input x 4\nop f x ->");
+	for (i = 0; i < 300; i++)
+		n += snprintf(big + n, 8192 - n, " t%zu:4", i);
+	big[n++] = '\n';
+	putn("wide.graph", big, n);
+	EXPECT_RUN(1, "wide.graph", "wide.graph:2: too many words on one line (max 256)");
+	free(big);
+}
+
+/*
+ * With --minimize the exact planner moves the buffers (here to a plan of
+ * the same peak but other offsets): every tensor moves with its buffer.
+ */
+TEST_F(cli, exact_plan_moves_the_tensors)
+{
+	const struct jv *m, *bp, *tp;
+	struct jv doc;
+	size_t i, k;
+
+	put("r.graph", "input x0 1\n"
+		       "op o0 x0 -> t0_0:5 t0_1:4\n"
+		       "op o1 t0_0 -> t1_0:3 t1_1:5\n"
+		       "op o2 -> t2_0:3\n"
+		       "op o3 -> t3_0:5\n"
+		       "op o4 t1_1 -> t4_0:3\n"
+		       "op o5 -> t5_0:7\n"
+		       "op o6 t4_0 -> t6_0:3\n"
+		       "op o7 t2_0 -> t7_0:5\n");
+	ASSERT_EQ(0, run("--json -S size-first-fit --minimize --time-limit 5 r.graph",
+			 self->out, sizeof(self->out)));
+	ASSERT_TRUE(json_parse(self->out, &doc));
+	m = &json_get(&doc, "models")->items[0];
+	bp = json_get(m, "buffer_plan");
+	tp = json_get(m, "tensor_plan");
+	ASSERT_TRUE(bp && tp);
+	EXPECT_EQ(11, tp->n);
+	for (i = 0; i < tp->n; i++) {
+		const char *buf = json_str(&tp->items[i], "buffer");
+
+		for (k = 0; k < bp->n; k++)
+			if (!strcmp(json_str(&bp->items[k], "id"), buf))
+				break;
+		ASSERT_LT(k, bp->n);
+		EXPECT_EQ(json_u64(&bp->items[k], "offset"),
+			  json_u64(&tp->items[i], "offset"));
+	}
+	jv_free(&doc);
 }
 
 TEST_F(cli, malformed_input_names_file_and_line)

@@ -274,29 +274,62 @@ TEST(empty_and_zero_sized)
 	md_problem_free(&p);
 }
 
-/* The skyline (for canonical placements): range max and raise. */
-TEST(skyline)
+/*
+ * Peaks at the very top of the 64-bit range: a plan ending at 2^64-1 is a
+ * plan like any other (the solver's "no plan yet" must not be a peak).
+ */
+TEST(peak_at_the_top_of_64_bits)
 {
 	struct md_problem p;
-	struct md_skyline s;
+	struct md_plan plan;
+	int s;
 
 	md_problem_init(&p);
-	md_problem_add(&p, NULL, 0, 10, 5, 0);
-	md_problem_add(&p, NULL, 5, 15, 7, 0);
-	md_problem_add(&p, NULL, 10, 20, 3, 0);
-	md_problem_add(&p, NULL, 20, 30, 3, 0);
-	ASSERT_EQ(0, md_skyline_init(&s, &p));
-	EXPECT_EQ(0, md_skyline_top(&s, 1));
-	md_skyline_raise(&s, 0, 5);		/* [0, 10) at 5 */
-	EXPECT_EQ(5, md_skyline_top(&s, 1));
-	EXPECT_EQ(0, md_skyline_top(&s, 2));	/* half-open */
-	md_skyline_raise(&s, 1, 5 + 7);		/* [5, 15) at 12 */
-	EXPECT_EQ(12, md_skyline_top(&s, 0));
-	EXPECT_EQ(12, md_skyline_top(&s, 2));
-	EXPECT_EQ(0, md_skyline_top(&s, 3));
-	md_skyline_reset(&s);
-	EXPECT_EQ(0, md_skyline_top(&s, 0));
-	md_skyline_free(&s);
+	md_problem_add(&p, "a", 0, 2, 1ull << 63, 0);
+	md_problem_add(&p, "b", 1, 3, (1ull << 63) - 1, 0);
+	for (s = 0; s <= MD_STRAT_ALL; s++) {
+		struct md_plan_opts o = { s, 2, 0 };
+
+		ASSERT_EQ(0, md_plan_solve(&p, &o, &plan));
+		EXPECT_EQ(UINT64_MAX, plan.peak);
+		EXPECT_LE(0, plan.strategy);
+		EXPECT_EQ(0, md_plan_validate(&p, plan.offsets, NULL));
+		EXPECT_EQ(UINT64_MAX, md_plan_peak(&p, plan.offsets));
+		md_plan_free(&plan);
+	}
+	md_problem_free(&p);
+	/* One buffer of 2^64-1 bytes. */
+	md_problem_init(&p);
+	md_problem_add(&p, "max", 0, 1, UINT64_MAX, 0);
+	ASSERT_EQ(0, md_plan_solve(&p, NULL, &plan));
+	EXPECT_EQ(UINT64_MAX, plan.peak);
+	EXPECT_EQ(0, plan.offsets[0]);
+	EXPECT_LE(0, plan.strategy);
+	md_plan_free(&plan);
+	md_problem_free(&p);
+}
+
+/*
+ * A fixed buffer high up plus a buffer that has to go above it: the sizes
+ * alone fit in 64 bits, the stack does not. Refused, never wrapped.
+ */
+TEST(fixed_offset_counts_toward_the_64_bit_limit)
+{
+	struct md_problem p;
+	struct md_plan plan;
+
+	md_problem_init(&p);
+	md_problem_add(&p, "f", 0, 2, 1ull << 62, 0);
+	p.bufs[0].flags |= MD_BUF_FIXED;
+	p.bufs[0].offset = 1ull << 63;
+	md_problem_add(&p, "b", 0, 2, (1ull << 63) + 1, 0);
+	EXPECT_EQ(-EOVERFLOW, md_plan_solve(&p, NULL, &plan));
+	/* Exactly fitting under the fixed one is fine. */
+	p.bufs[1].size = 1ull << 63;
+	ASSERT_EQ(0, md_plan_solve(&p, NULL, &plan));
+	EXPECT_EQ(0, plan.offsets[1]);
+	EXPECT_EQ(0, md_plan_validate(&p, plan.offsets, NULL));
+	md_plan_free(&plan);
 	md_problem_free(&p);
 }
 

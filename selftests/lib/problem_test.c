@@ -79,7 +79,30 @@ struct bad_case {
 TEST(csv_parse_rejects_bad_input)
 {
 	static const struct bad_case cases[] = {
-		{ "", 0, "no header" },
+		{ "", 0, "empty input: no header line" },
+		{ "\n  \n# only a comment\r\n", 0, "empty input" },
+		{ "id;lower;upper;size\na;0;1;4\n", 1,
+		  "the header's columns are separated by ';': MiniMalloc CSV separates them by ','" },
+		{ "id\tlower\tupper\tsize\n", 1, "separated by tabs" },
+		{ "id lower upper size\n", 1, "separated by blanks" },
+		{ "id|lower|upper|size\n", 1, "separated by '|'" },
+		{ "idx;lower\n", 1, "unknown column 'idx;lower'" },
+		{ "id,lower,upper,size\n\xff\xfe,0,1,4\n", 2,
+		  "not valid UTF-8: byte 0xff at column 1" },
+		{ "id,lower,upper,size\na\xc0\xaf,0,1,4\n", 2,
+		  "not valid UTF-8: byte 0xc0 at column 2" },	/* overlong */
+		{ "id,lower,upper,size\na\xed\xa0\x80,0,1,4\n", 2,
+		  "not valid UTF-8" },				/* surrogate */
+		{ "id,lower,upper,size\na\xe2\x82,0,1,4\n", 2,
+		  "not valid UTF-8" },				/* cut short */
+		{ "id,lower,upper,size\n\x1b[31mred,0,1,4\n", 2,
+		  "control character 0x1b at column 1" },
+		{ "id,lower,upper,size\na\x7f,0,1,4\n", 2, "control character 0x7f" },
+		{ "id,lower,upper,size\ra,0,1,4\r", 1,
+		  "carriage return inside a line at column 20" },
+		{ "id,lower,upper,size\n\"a\",0,1,4\n", 2,
+		  "quoted field \"a\": MiniMalloc CSV has no quoting" },
+		{ "\"id\",lower,upper,size\n", 1, "quoted column name" },
 		{ "id,lower,upper\n", 1, "lacks the 'size'" },
 		{ "id,lower,upper,size,colour\n", 1, "unknown column 'colour'" },
 		{ "id,lower,upper,size,size\n", 1, "given twice" },
@@ -149,6 +172,32 @@ TEST(lower_bound_half_open)
 	EXPECT_EQ(9, end);
 	md_problem_free(&p);
 	EXPECT_EQ(0, md_problem_lower_bound(&p, NULL));
+}
+
+/* A UTF-8 byte order mark before the header is skipped. */
+/* Text that is valid UTF-8 passes, CRLF line ends included. */
+TEST(csv_utf8_ids_and_crlf)
+{
+	struct md_problem p;
+	struct md_error e;
+
+	ASSERT_EQ(0, parse(&p, "id,lower,upper,size\r\ngr\xc3\xb6\xc3\x9f" "e,0,1,4\r\n"
+			   "\xe6\x97\xa5\t,0,1,4\r\n\xf0\x9f\x98\x80,1,2,4\n", &e));
+	ASSERT_EQ(3, p.n);
+	EXPECT_STREQ("gr\xc3\xb6\xc3\x9f" "e", p.bufs[0].id);
+	EXPECT_STREQ("\xe6\x97\xa5", p.bufs[1].id);
+	md_problem_free(&p);
+}
+
+TEST(csv_bom_is_skipped)
+{
+	struct md_problem p;
+	struct md_error e;
+
+	ASSERT_EQ(0, parse(&p, "\xef\xbb\xbfid,lower,upper,size\na,0,1,4\n", &e));
+	ASSERT_EQ(1, p.n);
+	EXPECT_STREQ("a", p.bufs[0].id);
+	md_problem_free(&p);
 }
 
 TEST_HARNESS_MAIN

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <metadef/metadef.h>
@@ -73,6 +74,30 @@ TEST(format_size)
 	EXPECT_STREQ("16.00 EiB", md_format_size(UINT64_MAX, buf, sizeof(buf)));
 	/* Truncated, still terminated. */
 	EXPECT_STREQ("64 ", md_format_size(64ULL << 20, buf, 4));
+}
+
+/* The real reason a file cannot be read, not a generic EIO. */
+TEST(read_file_errors)
+{
+	size_t len = 1;
+
+	errno = 0;
+	EXPECT_EQ(NULL, md_read_file("/", &len));
+	EXPECT_EQ(EISDIR, errno);
+	errno = 0;
+	EXPECT_EQ(NULL, md_read_file("/nonexistent/metadef", &len));
+	EXPECT_EQ(ENOENT, errno);
+}
+
+TEST(read_file_empty)
+{
+	size_t len = 1;
+	char *s = md_read_file("/dev/null", &len);
+
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(0, len);
+	EXPECT_EQ('\0', s[0]);
+	free(s);
 }
 
 TEST(version_string)

@@ -4,6 +4,7 @@
  * with a time limit, Ctrl-C to stop early (the best plan so far is kept),
  * and progress on stderr when it is a terminal.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -53,11 +54,16 @@ int plan_exact_option(const char *prog, int c, const char *arg)
 		ex.have_cap = 1;
 		return 1;
 	case OPT_TIME_LIMIT:
+		/*
+		 * A finite number of seconds in (0, 1e7]: !(t > 0) also
+		 * catches NaN, which every comparison calls false; strtod()
+		 * would skip leading blanks and take "inf".
+		 */
 		errno = 0;
 		ex.time_limit = strtod(arg, &end);
-		if (errno || *end || end == arg || ex.time_limit <= 0 ||
-		    ex.time_limit > 1e7) {
-			fprintf(stderr, "%s: --time-limit: seconds > 0, not '%s'\n",
+		if (errno || *end || end == arg || isspace((unsigned char)*arg) ||
+		    !(ex.time_limit > 0) || !(ex.time_limit <= 1e7)) {
+			fprintf(stderr, "%s: --time-limit: seconds, a number > 0 and at most 1e7, not '%s'\n",
 				prog, arg);
 			return -1;
 		}

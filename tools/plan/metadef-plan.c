@@ -3,6 +3,7 @@
  * metadef-plan: plan the memory of a graph or a MiniMalloc CSV problem,
  * report how good the plan is, write it as CSV, JSON or an SVG timeline.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <metadef/graph.h>
@@ -35,10 +37,18 @@ static void usage(FILE *f)
 		"planned, then all share one arena (inter-model reuse).\n"
 		"\n"
 		"options:\n"
-		"  -o, --output PLAN.csv    write the plan: the input's columns + offset\n"
+		"  -o, --output PLAN.csv    write the plan: the input's columns + offset;\n"
+		"                           for a graph one row per tensor:\n"
+		"                           id,lower,upper,size,alignment,offset,buffer\n"
+		"                           (buffer: the block it shares, 'a+b')\n"
 		"  -s, --svg PLAN.svg       draw the plan: x = time, y = offset\n"
-		"  -j, --json               print JSON instead of text\n"
-		"  -f, --format csv|graph   input format (default: guessed from content)\n"
+		"  -j, --json               print JSON instead of text; each model has\n"
+		"                           \"buffer_plan\" (id, lower, upper, size,\n"
+		"                           alignment, offset of every buffer) and for\n"
+		"                           a graph \"tensor_plan\" (the same per tensor,\n"
+		"                           and its buffer)\n"
+		"  -f, --format csv|graph   input format (default: from the first line:\n"
+	"                           a graph keyword, or a CSV column name)\n"
 		"  -S, --strategy NAME      one strategy instead of all (see below)\n"
 		"  -i, --improve N          N passes of local search after the strategies\n"
 		"  -x, --exhaustive         all strategies even on large inputs\n"
@@ -53,6 +63,32 @@ static void usage(FILE *f)
 	fprintf(f, "\n\nexit status: 0 ok, 1 bad input or failure, 2 bad usage\n");
 }
 
+/*
+ * Flush and close an output: 0, or 1 with a message naming @name. A write
+ * that failed earlier (ferror) fails it too, even if the flush does not.
+ */
+static int close_output(FILE *f, const char *name)
+{
+	int failed = ferror(f);
+
+	errno = 0;
+	if (fclose(f))
+		failed = 1;
+	if (!failed)
+		return 0;
+	fprintf(stderr, "%s: %s: %s\n", prog, name,
+		errno ? strerror(errno) : "write error");
+	return 1;
+}
+
+/* The exit status once everything is printed: stdout must have made it. */
+static int finish(int rc)
+{
+	if (close_output(stdout, "standard output"))
+		return 1;
+	return rc;
+}
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -61,29 +97,68 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-/* CSV when the first statement line has a comma. */
-static int looks_like_csv(const char *s, size_t len)
-{
-	size_t i = 0;
+enum { FMT_GUESS, FMT_CSV, FMT_GRAPH };
 
-	while (i < len) {
+/* Is @word (of @n letters) one of @list, ignoring case if @icase? */
+static int is_word(const char *word, size_t n, const char *const *list,
+		   int icase)
+{
+	for (; *list; list++)
+		if (strlen(*list) == n &&
+		    !(icase ? strncasecmp : strncmp)(word, *list, n))
+			return 1;
+	return 0;
+}
+
+/*
+ * The format of @s, from its first statement line (a byte order mark,
+ * blank lines and '#' comments skipped): a graph statement is a keyword
+ * and a blank (or the end of the line), a CSV header starts with a column
+ * name and a separator. Return: FMT_CSV, FMT_GRAPH, FMT_GUESS for an
+ * empty input, -1 for neither (its line in *@ln).
+ */
+static int guess_format(const char *s, size_t len, unsigned int *ln)
+{
+	static const char *const graph[] = {
+		"op", "input", "output", "barrier", "contig", "mode", "device",
+		"align", NULL
+	};
+	static const char *const columns[] = {
+		"id", "lower", "upper", "size", "alignment", "offset", NULL
+	};
+	size_t i = 0, w;
+
+	if (len >= 3 && !memcmp(s, "\xef\xbb\xbf", 3))
+		i = 3;
+	for (*ln = 1; i < len; ++*ln) {
 		size_t e = i;
 
 		while (e < len && s[e] != '\n')
 			e++;
 		while (i < e && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r'))
 			i++;
-		if (i < e && s[i] != '#')
-			return memchr(s + i, ',', e - i) != NULL;
+		if (i < e && s[i] != '#') {
+			for (w = 0; i + w < e && isalpha((unsigned char)s[i + w]);
+			     w++)
+				;
+			if (is_word(s + i, w, graph, 0) &&
+			    (i + w == e || strchr(" \t\r#", s[i + w])))
+				return FMT_GRAPH;
+			if (is_word(s + i, w, columns, 1) &&
+			    (i + w == e || !isalnum((unsigned char)s[i + w])))
+				return FMT_CSV;
+			return -1;
+		}
 		i = e + 1;
 	}
-	return 0;
+	return FMT_GUESS;
 }
 
 struct model {
 	const char *path;
 	int is_graph;
 	struct md_problem prob;		/* CSV input */
+	struct md_graph *graph;		/* graph input */
 	struct md_graph_plan gp;	/* graph input */
 	struct md_problem *p;		/* the one planned */
 	struct md_plan *plan;
@@ -135,30 +210,91 @@ static int report_fixed_conflict(const struct model *m)
 	return ret == -EEXIST;
 }
 
+static void unload(struct model *m)
+{
+	md_graph_plan_free(&m->gp);
+	md_graph_free(m->graph);
+	md_plan_free(&m->own);
+	md_problem_free(&m->prob);
+	m->graph = NULL;
+}
+
+/*
+ * The exact planner replaces the buffers' offsets; a graph's tensors then
+ * move with their buffers, and its reuse figures follow the new peak.
+ */
+static int run_exact(struct model *m)
+{
+	struct md_graph_plan *gp = &m->gp;
+	uint64_t *old = NULL;
+	size_t i;
+
+	if (m->is_graph) {
+		old = malloc((m->p->n + 1) * sizeof(*old));
+		if (!old) {
+			fprintf(stderr, "%s: %s: %s\n", prog, m->path,
+				strerror(ENOMEM));
+			return 1;
+		}
+		memcpy(old, m->plan->offsets, m->p->n * sizeof(*old));
+	}
+	if (plan_exact_run(prog, m->path, m->p, m->plan)) {
+		free(old);
+		return 1;
+	}
+	if (!m->is_graph)
+		return 0;
+	for (i = 0; i < gp->ntensors; i++)
+		gp->offset[i] = gp->offset[i] - old[gp->buffer[i]] +
+				m->plan->offsets[gp->buffer[i]];
+	gp->stats.peak = m->plan->peak;
+	gp->stats.inter_op_saved = gp->stats.buffer_bytes > m->plan->peak ?
+				   gp->stats.buffer_bytes - m->plan->peak : 0;
+	free(old);
+	return 0;
+}
+
+/* Read, parse and plan @path into @m: 0, or 1 (printed, @m freed). */
 static int load(struct model *m, const char *path, int format,
 		const struct md_plan_opts *o)
 {
 	struct md_error err = { 0, "" };
-	struct md_graph *g = NULL;
 	size_t len;
 	char *text;
 	double t0;
 	int ret;
 
 	memset(m, 0, sizeof(*m));
+	md_problem_init(&m->prob);
 	m->path = path;
 	text = md_read_file(path, &len);
 	if (!text) {
 		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
 		return 1;
 	}
-	m->is_graph = format ? format == 2 : !looks_like_csv(text, len);
+	if (!format) {
+		unsigned int ln;
+
+		format = guess_format(text, len, &ln);
+		if (format == FMT_GUESS) {
+			fprintf(stderr, "%s: empty input: no CSV header and no graph statement\n",
+				path);
+			free(text);
+			goto fail;
+		}
+		if (format < 0) {
+			fprintf(stderr, "%s:%u: neither a CSV header (id,lower,upper,size...) nor a graph statement (op, input, ...): say --format csv|graph\n",
+				path, ln);
+			free(text);
+			goto fail;
+		}
+	}
+	m->is_graph = format == FMT_GRAPH;
 	if (m->is_graph) {
-		ret = md_graph_new(&g);
+		ret = md_graph_new(&m->graph);
 		if (!ret)
-			ret = md_graph_parse(g, text, len, &err);
+			ret = md_graph_parse(m->graph, text, len, &err);
 	} else {
-		md_problem_init(&m->prob);
 		ret = md_problem_parse_csv(&m->prob, text, len, &err);
 	}
 	free(text);
@@ -170,14 +306,13 @@ static int load(struct model *m, const char *path, int format,
 		else
 			fprintf(stderr, "%s: %s: %s\n", prog, path,
 				strerror(-ret));
-		md_graph_free(g);
-		return 1;
+		goto fail;
 	}
 	if (!m->is_graph && report_fixed_conflict(m))
-		return 1;
+		goto fail;
 	t0 = now_ms();
 	if (m->is_graph) {
-		ret = md_graph_plan(g, o, &m->gp);
+		ret = md_graph_plan(m->graph, o, &m->gp);
 		m->p = &m->gp.problem;
 		m->plan = &m->gp.plan;
 	} else {
@@ -185,26 +320,23 @@ static int load(struct model *m, const char *path, int format,
 		m->p = &m->prob;
 		m->plan = &m->own;
 	}
-	md_graph_free(g);
+	if (ret == -EOVERFLOW) {
+		fprintf(stderr, "%s: no plan within 64 bits: the buffers' sizes and alignment padding (and any fixed offset with what must go above it) exceed 2^64-1 bytes\n",
+			path);
+		goto fail;
+	}
 	if (ret) {
 		fprintf(stderr, "%s: %s: planning failed: %s\n", prog, path,
 			strerror(-ret));
-		return 1;
+		goto fail;
 	}
-	if (plan_exact_enabled() &&
-	    plan_exact_run(prog, path, m->p, m->plan))
-		return 1;
+	if (plan_exact_enabled() && run_exact(m))
+		goto fail;
 	m->ms = now_ms() - t0;
 	return 0;
-}
-
-static void unload(struct model *m)
-{
-	if (m->is_graph)
-		md_graph_plan_free(&m->gp);
-	else
-		md_plan_free(&m->own);
-	md_problem_free(&m->prob);
+fail:
+	unload(m);
+	return 1;
 }
 
 static double ratio(uint64_t a, uint64_t b)
@@ -288,6 +420,58 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* A buffer's id; the index when it has none (a problem built by hand). */
+static const char *buf_id(const struct md_problem *p, size_t i, char *tmp,
+			  size_t len)
+{
+	if (p->bufs[i].id)
+		return p->bufs[i].id;
+	snprintf(tmp, len, "%zu", i);
+	return tmp;
+}
+
+/*
+ * "buffer_plan": every buffer planned with its offset; for a graph also
+ * "tensor_plan": every tensor with its own offset and its buffer's id.
+ */
+static void print_json_placements(const struct model *m)
+{
+	const struct md_problem *p = m->p;
+	char tmp[32];
+	size_t i;
+
+	printf(", \"buffer_plan\": [");
+	for (i = 0; i < p->n; i++) {
+		const struct md_buffer *b = &p->bufs[i];
+
+		printf("%s\n      {\"id\": ", i ? "," : "");
+		json_str(stdout, buf_id(p, i, tmp, sizeof(tmp)));
+		printf(", \"lower\": %" PRIu64 ", \"upper\": %" PRIu64
+		       ", \"size\": %" PRIu64 ", \"alignment\": %" PRIu64
+		       ", \"offset\": %" PRIu64 "}", b->lower, b->upper, b->size,
+		       b->align, m->plan->offsets[i]);
+	}
+	printf("%s]", p->n ? "\n    " : "");
+	if (!m->is_graph)
+		return;
+	printf(", \"tensor_plan\": [");
+	for (i = 0; i < m->gp.ntensors; i++) {
+		int t = (int)i;
+
+		printf("%s\n      {\"id\": ", i ? "," : "");
+		json_str(stdout, md_graph_tensor_name(m->graph, t));
+		printf(", \"lower\": %" PRIu64 ", \"upper\": %" PRIu64
+		       ", \"size\": %" PRIu64 ", \"alignment\": %" PRIu64
+		       ", \"offset\": %" PRIu64 ", \"buffer\": ",
+		       m->gp.lower[i], m->gp.upper[i],
+		       md_graph_tensor_size(m->graph, t),
+		       md_graph_tensor_align(m->graph, t), m->gp.offset[i]);
+		json_str(stdout, buf_id(p, m->gp.buffer[i], tmp, sizeof(tmp)));
+		printf("}");
+	}
+	printf("%s]", m->gp.ntensors ? "\n    " : "");
+}
+
 static void print_json(const struct model *m, int last)
 {
 	const struct md_plan *pl = m->plan;
@@ -328,27 +512,55 @@ static void print_json(const struct model *m, int last)
 		       st->inplace_refused);
 	}
 	plan_exact_json(stdout);
+	print_json_placements(m);
 	printf("}%s\n", last ? "" : ",");
+}
+
+/*
+ * A graph's plan: one row per tensor at its own offset, and the buffer
+ * (merged by in-place and contig) it lives in.
+ */
+static void write_tensor_csv(const struct model *m, FILE *f)
+{
+	const struct md_graph_plan *gp = &m->gp;
+	char tmp[32];
+	size_t i;
+
+	fprintf(f, "id,lower,upper,size,alignment,offset,buffer\n");
+	for (i = 0; i < gp->ntensors; i++)
+		fprintf(f, "%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+			",%" PRIu64 ",%s\n",
+			md_graph_tensor_name(m->graph, (int)i), gp->lower[i],
+			gp->upper[i], md_graph_tensor_size(m->graph, (int)i),
+			md_graph_tensor_align(m->graph, (int)i), gp->offset[i],
+			buf_id(m->p, gp->buffer[i], tmp, sizeof(tmp)));
 }
 
 static int write_csv(const struct model *m, const char *path)
 {
-	char *out;
+	char *out = NULL;
 	FILE *f;
-	int ret = md_problem_write_csv(m->p, m->plan->offsets, &out);
+	int ret = 0;
 
+	if (!m->is_graph)
+		ret = md_problem_write_csv(m->p, m->plan->offsets, &out);
 	if (ret) {
 		fprintf(stderr, "%s: %s\n", prog, strerror(-ret));
 		return 1;
 	}
+	/* stdout is checked with the rest of it, by finish(). */
 	f = strcmp(path, "-") ? fopen(path, "w") : stdout;
-	if (!f || fputs(out, f) < 0 || (f != stdout && fclose(f))) {
+	if (!f) {
 		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
 		free(out);
 		return 1;
 	}
+	if (m->is_graph)
+		write_tensor_csv(m, f);
+	else
+		fputs(out, f);
 	free(out);
-	return 0;
+	return f == stdout ? 0 : close_output(f, path);
 }
 
 /* ------------------------------------------------------------ SVG */
@@ -483,11 +695,7 @@ static int write_svg(const struct model *m, const char *path)
 		T + ph - (double)pl->lower_bound * ys + 14,
 		md_format_size(pl->lower_bound, b, sizeof(b)));
 	fprintf(f, "</svg>\n");
-	if (fclose(f)) {
-		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
-		return 1;
-	}
-	return 0;
+	return close_output(f, path);
 }
 
 static int strategy_arg(const char *s, int *out)
@@ -541,9 +749,9 @@ int main(int argc, char **argv)
 			break;
 		case 'f':
 			if (!strcmp(optarg, "csv")) {
-				format = 1;
+				format = FMT_CSV;
 			} else if (!strcmp(optarg, "graph")) {
-				format = 2;
+				format = FMT_GRAPH;
 			} else {
 				fprintf(stderr, "%s: --format: csv or graph, not '%s'\n",
 					prog, optarg);
@@ -560,9 +768,13 @@ int main(int argc, char **argv)
 			break;
 		case 'i': {
 			char *end;
-			long v = strtol(optarg, &end, 10);
+			long v;
 
-			if (*end || end == optarg || v < 0 || v > 1000000) {
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			/* Digits only: strtol() takes blanks and a sign. */
+			if (*end || !isdigit((unsigned char)*optarg) || errno ||
+			    v > 1000000) {
 				fprintf(stderr, "%s: --improve: a number of passes, not '%s'\n",
 					prog, optarg);
 				return 2;
@@ -575,10 +787,10 @@ int main(int argc, char **argv)
 			break;
 		case 'V':
 			printf("%s %s\n", prog, md_version());
-			return 0;
+			return finish(0);
 		case 'h':
 			usage(stdout);
-			return 0;
+			return finish(0);
 		default:
 			switch (plan_exact_option(prog, c, optarg)) {
 			case 1:
@@ -610,6 +822,7 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < n; i++) {
 		if (load(&models[i], argv[optind + i], format, &o)) {
+			/* load() freed what it had; the others are loaded. */
 			while (i--)
 				unload(&models[i]);
 			free(models);
@@ -659,5 +872,5 @@ int main(int argc, char **argv)
 	for (i = 0; i < n; i++)
 		unload(&models[i]);
 	free(models);
-	return rc;
+	return finish(rc);
 }
