@@ -609,7 +609,8 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < n; i++) {
 		if (load(&models[i], argv[optind + i], format, &o)) {
-			while (i--)
+			/* The failed one too: it may hold a partial problem. */
+			for (; i >= 0; i--)
 				unload(&models[i]);
 			free(models);
 			return 1;
