@@ -903,7 +903,8 @@ static void keep_if_better(struct solver *s, const uint32_t *order, int strat,
 {
 	size_t n = s->p->n, i;
 
-	if (s->pl.peak >= s->best_peak)
+	/* A peak may be UINT64_MAX itself: the first plan is always kept. */
+	if (s->best_strat >= 0 && s->pl.peak >= s->best_peak)
 		return;
 	s->best_peak = s->pl.peak;
 	if (strat == MD_STRAT_COUNT) {

@@ -207,6 +207,32 @@ TEST(improve_with_fixed_offsets)
 	md_problem_free(&p);
 }
 
+/*
+ * A plan whose peak is UINT64_MAX exactly is still a plan: the best-so-far
+ * peak starts there and must not hide it (found by selftests/fuzz/plan_fuzz).
+ */
+TEST(peak_of_uint64_max)
+{
+	struct md_plan_opts o = { 0, 2, 0 };
+	struct md_problem p;
+	struct md_plan plan;
+	int s;
+
+	md_problem_init(&p);
+	ASSERT_EQ(0, md_problem_add(&p, "a", 0, 2, UINT64_MAX - 1, 1));
+	ASSERT_EQ(0, md_problem_add(&p, "b", 0, 2, 1, 1));
+	ASSERT_EQ(0, md_problem_add(&p, "c", 1, 2, 0, 1));
+	for (s = 0; s <= MD_STRAT_ALL; s++) {
+		o.strategy = s;
+		ASSERT_EQ(0, md_plan_solve(&p, &o, &plan));
+		EXPECT_EQ(UINT64_MAX, plan.peak);
+		EXPECT_EQ(0, md_plan_validate(&p, plan.offsets, NULL));
+		EXPECT_NE(-1, plan.strategy);
+		md_plan_free(&plan);
+	}
+	md_problem_free(&p);
+}
+
 TEST(deterministic)
 {
 	struct md_problem p;
