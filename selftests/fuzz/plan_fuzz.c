@@ -151,7 +151,7 @@ static void check_validator(const struct md_problem *p, const uint64_t *plan,
 	}
 }
 
-static void exact(const struct md_problem *p, struct md_exact_opts *o,
+static void run_exact(const struct md_problem *p, struct md_exact_opts *o,
 		  struct md_exact_result *r, uint64_t heur_peak)
 {
 	int ret;
@@ -180,7 +180,7 @@ static void check_exact(const struct md_problem *p, uint64_t heur_peak)
 	int optimal;
 
 	o.minimize = 1;
-	exact(p, &o, &r, heur_peak);
+	run_exact(p, &o, &r, heur_peak);
 	FUZZ_CHECK(r.peak <= heur_peak, "minimize: peak %" PRIu64 " above the heuristic's %" PRIu64,
 		   r.peak, heur_peak);
 	FUZZ_CHECK(r.status == MD_EXACT_OPTIMAL || r.status == MD_EXACT_LIMIT,
@@ -194,7 +194,7 @@ static void check_exact(const struct md_problem *p, uint64_t heur_peak)
 	/* The heuristic's peak is feasible. */
 	memset(&o, 0, sizeof(o));
 	o.capacity = heur_peak;
-	exact(p, &o, &r, heur_peak);
+	run_exact(p, &o, &r, heur_peak);
 	FUZZ_CHECK(r.status != MD_EXACT_INFEASIBLE,
 		   "capacity %" PRIu64 " called infeasible, the heuristic's plan fits", heur_peak);
 	FUZZ_CHECK(r.status != MD_EXACT_FEASIBLE || r.peak <= heur_peak,
@@ -204,7 +204,7 @@ static void check_exact(const struct md_problem *p, uint64_t heur_peak)
 	/* Below a proven optimum nothing fits. */
 	if (optimal && opt) {
 		o.capacity = opt - 1;
-		exact(p, &o, &r, heur_peak);
+		run_exact(p, &o, &r, heur_peak);
 		FUZZ_CHECK(r.status != MD_EXACT_FEASIBLE,
 			   "a plan of %" PRIu64 " below the proven optimum %" PRIu64, r.peak, opt);
 		FUZZ_CHECK(r.status != MD_EXACT_INFEASIBLE || r.lower_bound > opt - 1,

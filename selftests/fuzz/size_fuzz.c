@@ -19,9 +19,9 @@
 static int ref_parse(const char *s, uint64_t *v)
 {
 	static const char units[] = "kmgtpe";
-	unsigned __int128 x = 0;
-	const char *u;
+	const char *u = NULL;
 	unsigned int shift = 0;
+	__uint128_t x = 0;
 
 	if (!isdigit((unsigned char)*s))
 		return -EINVAL;
@@ -30,7 +30,9 @@ static int ref_parse(const char *s, uint64_t *v)
 		if (x > UINT64_MAX)
 			return -ERANGE;	/* the digits alone, whatever follows */
 	}
-	if (*s && (u = strchr(units, tolower((unsigned char)*s)))) {
+	if (*s)
+		u = strchr(units, tolower((unsigned char)*s));
+	if (u) {
 		shift = 10 * (unsigned int)(u - units + 1);
 		s++;
 		if (*s == 'i')
