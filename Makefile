@@ -3,7 +3,8 @@
 # metadef: top-level build.
 #
 #   make                 module + library + tools + selftests
-#   make check           deps + host + vm + debug + matrix tiers, one summary line
+#   make check           deps + host + fuzz-lib + vm + debug + matrix tiers, one
+#                        summary line
 #   make check-fuzz      long ioctl fuzzer run in one VM boot (not in check):
 #                        METADEF_FUZZ_CALLS (10^6), METADEF_FUZZ_SEED,
 #                        METADEF_FUZZ_KERNEL=debug (cached debug kernel)
@@ -16,7 +17,8 @@
 #   make modules_install metadef.ko for modprobe (or: make dkms-source)
 #
 # Variables: KDIR (kernel build tree; default: tools/kdir), PREFIX, DESTDIR,
-# CC, CFLAGS, LDFLAGS, BUILD (user-space objects, default build/).
+# CC, CFLAGS, LDFLAGS, BUILD (user-space objects, default build/), FUZZ_CC
+# (clang-14), FUZZ_SECONDS.
 
 VERSION		:= 0.1.0
 SOVERSION	:= 0
@@ -78,7 +80,7 @@ KSFT_HDR	:= $(B)/ksft/kselftest_harness.h
 all: module lib tools selftests
 
 help:
-	@sed -n '3,20p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,22p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	tools/deps.sh all
