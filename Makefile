@@ -3,10 +3,13 @@
 # metadef: top-level build.
 #
 #   make                 module + library + tools + selftests
-#   make check           deps + host + vm + debug + matrix tiers, one summary line
+#   make check           deps + host + fuzz-lib + vm + debug + matrix tiers, one
+#                        summary line
 #   make check-fuzz      long ioctl fuzzer run in one VM boot (not in check):
 #                        METADEF_FUZZ_CALLS (10^6), METADEF_FUZZ_SEED,
 #                        METADEF_FUZZ_KERNEL=debug (cached debug kernel)
+#   make check-fuzz-lib  the library's libFuzzer targets, 25 s each (in check)
+#   make fuzz-lib        the same for FUZZ_SECONDS (300) each
 #   make demo            boot a VM, load the module, show what it does
 #   make bench           benchmarks (not part of check)
 #   make install         library, headers, pkg-config file, tools
@@ -14,7 +17,8 @@
 #   make modules_install metadef.ko for modprobe (or: make dkms-source)
 #
 # Variables: KDIR (kernel build tree; default: tools/kdir), PREFIX, DESTDIR,
-# CC, CFLAGS, LDFLAGS, BUILD (user-space objects, default build/).
+# CC, CFLAGS, LDFLAGS, BUILD (user-space objects, default build/), FUZZ_CC
+# (clang-14), FUZZ_SECONDS.
 
 VERSION		:= 0.1.0
 SOVERSION	:= 0
@@ -76,7 +80,7 @@ KSFT_HDR	:= $(B)/ksft/kselftest_harness.h
 all: module lib tools selftests
 
 help:
-	@sed -n '3,18p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,22p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	tools/deps.sh all
@@ -182,6 +186,53 @@ $(TSAN_A): $(LIB_SRCS:lib/%.c=$(B)/lib-tsan/%.o)
 $(B)/selftests/lib-tsan/%: selftests/lib/%.c $(KSFT_HDR) $(TSAN_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(TSAN_CFLAGS) -Ilib -o $@ $< $(TSAN_A) -lm
+
+# ---------------------------------------------------------------- fuzzers
+
+# libFuzzer targets (selftests/fuzz/): the library's parsers, plan +
+# validate + exact, and metadef-plan's input handling. Built with Debian's
+# clang under ASan and UBSan; the library sources are compiled in again
+# with the same instrumentation (not libmetadef.a). tools/check runs each
+# for FUZZ_SECONDS (25) in its fuzz-lib tier; make fuzz-lib for longer.
+FUZZ_CC		?= clang-14
+FUZZ_SECONDS	?= 300
+FUZZ_TARGETS	:= csv graph size plan cli
+FUZZ_BINS	:= $(FUZZ_TARGETS:%=$(B)/fuzz/%_fuzz)
+FUZZ_SAN	:= -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS	:= -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN)
+FUZZ_A		:= $(B)/fuzz/libmetadef-fuzz.a
+FUZZ_CLI_OBJS	:= $(B)/fuzz/plan/metadef-plan.o $(B)/fuzz/plan/exact.o
+
+.PHONY: fuzz-lib-build fuzz-lib check-fuzz-lib
+fuzz-lib-build: $(FUZZ_BINS)
+
+$(B)/fuzz/lib/%.o: lib/%.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(LIB_CFLAGS) -c -o $@ $<
+
+$(FUZZ_A): $(LIB_SRCS:lib/%.c=$(B)/fuzz/lib/%.o)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+# metadef-plan with its main() renamed, for cli_fuzz.
+$(B)/fuzz/plan/%.o: tools/plan/%.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(MD_CFLAGS) \
+		-Dmain=plan_cli_main -c -o $@ $<
+
+$(B)/fuzz/cli_fuzz: $(FUZZ_CLI_OBJS)
+$(B)/fuzz/%_fuzz: selftests/fuzz/%_fuzz.c selftests/fuzz/fuzz.h $(FUZZ_A)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer \
+		$(filter-out -MMD -MP,$(MD_CFLAGS)) -Ilib -o $@ $< \
+		$(filter %.o,$^) $(FUZZ_A) $(PTHREAD)
+
+# Every target for FUZZ_SECONDS (default 300) each, from the cached corpora.
+fuzz-lib: fuzz-lib-build
+	FUZZ_SECONDS=$(FUZZ_SECONDS) selftests/fuzz/run
+
+check-fuzz-lib:
+	tools/check fuzz-lib
 
 # The CLI test runs the tool: build it with the host tests.
 $(B)/selftests/lib/plan_cli_test: $(B)/bin/metadef-plan
@@ -338,4 +389,4 @@ clean:
 	rm -f Module.symvers modules.order
 
 -include $(LIB_OBJS:.o=.d) $(wildcard $(B)/lib-tsan/*.d $(B)/selftests/*/*.d \
-	   $(B)/bin/*.d)
+	   $(B)/bin/*.d $(B)/fuzz/lib/*.d $(B)/fuzz/plan/*.d)

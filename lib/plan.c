@@ -854,6 +854,13 @@ static int place_lowest(struct placer *pl, int strat, uint32_t *order,
 				       &sc);
 		}
 	}
+	/*
+	 * The order is all n buffers, as from make_order(): the local search
+	 * permutes all of it. The fixed ones go last; place_order() skips them.
+	 */
+	for (i = 0; i < p->n && !ret; i++)
+		if (p->bufs[i].flags & MD_BUF_FIXED)
+			order[k++] = (uint32_t)i;
 	md_itree_free(&pend);
 	free(h);
 	free(sc.stale);

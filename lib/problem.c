@@ -388,6 +388,9 @@ static int parse_row(struct md_problem *p, char *line, unsigned int ln,
 					     f[k]);
 	if (!*f[col[COL_ID]])
 		return md_parse_fail(err, ln, "empty id");
+	/* Written back id first, it would read as a comment. */
+	if (*f[col[COL_ID]] == '#')
+		return md_parse_fail(err, ln, "id '%s' starts with '#'", f[col[COL_ID]]);
 	for (k = COL_LOWER; k < COL_NR; k++) {
 		if (col[k] < 0)
 			continue;

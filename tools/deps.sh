@@ -4,7 +4,7 @@
 # Install the Debian packages metadef's build and test tiers need.
 # Does nothing (and needs no network) when everything is already present.
 #
-# usage: tools/deps.sh [host|vm|debug|matrix|bench|all]   (default: all)
+# usage: tools/deps.sh [host|fuzz-lib|vm|debug|matrix|bench|all]   (default: all)
 
 set -eu
 
@@ -15,18 +15,22 @@ vm="linux-headers-amd64 linux-image-amd64 qemu-system-x86 busybox-static
 debug="linux-source-6.1 bc flex bison libelf-dev libssl-dev cpio xz-utils
        qemu-system-x86 busybox-static"
 bench="libjemalloc-dev libmimalloc-dev"
+# libFuzzer targets: clang with its sanitizer and fuzzer runtimes (only
+# recommended by clang-14), llvm-symbolizer for the reports.
+fuzzlib="clang-14 libclang-rt-14-dev llvm-14"
 # The kernel matrix: 6.12+ modules need pahole for BTF; trixie's kernels
 # build in a trixie root (gcc-14, glibc 2.38); every build runs sparse.
 matrix="dwarves debootstrap sparse qemu-system-x86 busybox-static cpio xz-utils kmod"
 
 case "${1:-all}" in
 host)	want="$host" ;;
+fuzz-lib) want="$host $fuzzlib" ;;
 vm)	want="$host $vm" ;;
 debug)	want="$host $debug" ;;
 matrix)	want="$host $matrix" ;;
 bench)	want="$host $vm $bench" ;;
-all)	want="$host $vm $debug $matrix $bench" ;;
-*)	echo "deps.sh: unknown tier '$1' (host|vm|debug|matrix|bench|all)" >&2; exit 2 ;;
+all)	want="$host $fuzzlib $vm $debug $matrix $bench" ;;
+*)	echo "deps.sh: unknown tier '$1' (host|fuzz-lib|vm|debug|matrix|bench|all)" >&2; exit 2 ;;
 esac
 
 missing=""

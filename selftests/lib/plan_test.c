@@ -172,6 +172,67 @@ TEST(fixed_offsets_stay)
 	md_problem_free(&p);
 }
 
+/*
+ * Local search after a dynamic order, with fixed buffers: the order it
+ * permutes must hold every buffer (found by selftests/fuzz/plan_fuzz). New
+ * memory is poisoned and the order too large for malloc's thread cache,
+ * so entries never written are far out of range.
+ */
+TEST(improve_with_fixed_offsets)
+{
+	struct md_plan_opts o = { 0, 4, 0 };
+	struct md_problem p;
+	struct md_plan plan;
+	size_t i;
+	int s;
+
+	mallopt(M_PERTURB, 0xa5);
+	random_problem(&p, 400, 16);
+	for (i = 0; i < p.n; i += 10) {
+		p.bufs[i].flags |= MD_BUF_FIXED;
+		p.bufs[i].offset = i * 64;
+	}
+	for (i = 0; i < p.n; i += 10) {
+		p.bufs[i].lower = 1000 + i;	/* alone in time */
+		p.bufs[i].upper = 1001 + i;
+	}
+	for (s = MD_STRAT_LOWEST_LONG; s <= MD_STRAT_ALL; s++) {
+		o.strategy = s;
+		ASSERT_EQ(0, md_plan_solve(&p, &o, &plan));
+		for (i = 0; i < p.n; i += 10)
+			EXPECT_EQ(i * 64, plan.offsets[i]);
+		EXPECT_EQ(0, md_plan_validate(&p, plan.offsets, NULL));
+		md_plan_free(&plan);
+	}
+	md_problem_free(&p);
+}
+
+/*
+ * A plan whose peak is UINT64_MAX exactly is still a plan: the best-so-far
+ * peak starts there and must not hide it (found by selftests/fuzz/plan_fuzz).
+ */
+TEST(peak_of_uint64_max)
+{
+	struct md_plan_opts o = { 0, 2, 0 };
+	struct md_problem p;
+	struct md_plan plan;
+	int s;
+
+	md_problem_init(&p);
+	ASSERT_EQ(0, md_problem_add(&p, "a", 0, 2, UINT64_MAX - 1, 1));
+	ASSERT_EQ(0, md_problem_add(&p, "b", 0, 2, 1, 1));
+	ASSERT_EQ(0, md_problem_add(&p, "c", 1, 2, 0, 1));
+	for (s = 0; s <= MD_STRAT_ALL; s++) {
+		o.strategy = s;
+		ASSERT_EQ(0, md_plan_solve(&p, &o, &plan));
+		EXPECT_EQ(UINT64_MAX, plan.peak);
+		EXPECT_EQ(0, md_plan_validate(&p, plan.offsets, NULL));
+		EXPECT_NE(-1, plan.strategy);
+		md_plan_free(&plan);
+	}
+	md_problem_free(&p);
+}
+
 TEST(deterministic)
 {
 	struct md_problem p;
