@@ -655,7 +655,9 @@ static int write_svg(const struct model *m, const char *path)
 			"stroke=\"#e4e4e4\"/>\n<text x=\"%.1f\" y=\"%.1f\" "
 			"text-anchor=\"end\" fill=\"#444\">%s</text>\n",
 			L, L + pw, y, y, L - 6, y + 4,
-			md_format_size((uint64_t)v, a, sizeof(a)));
+			/* ticks may pass 2^64 - 1 (peak x 1.08) */
+			md_format_size(v >= 18446744073709551615.0 ? UINT64_MAX :
+				       (uint64_t)v, a, sizeof(a)));
 	}
 	step = tick_step((double)(t1 - t0), 10);
 	for (v = 0; v <= (double)(t1 - t0); v += step) {
