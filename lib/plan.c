@@ -843,6 +843,13 @@ static int place_lowest(struct placer *pl, int strat, uint32_t *order,
 				       &sc);
 		}
 	}
+	/*
+	 * The fixed buffers close the order, so that it names every buffer
+	 * (the local search moves entries of it; place_order() skips them).
+	 */
+	for (i = 0; i < p->n && !ret; i++)
+		if (p->bufs[i].flags & MD_BUF_FIXED)
+			order[k++] = (uint32_t)i;
 	md_itree_free(&pend);
 	free(h);
 	free(sc.stale);

@@ -172,6 +172,30 @@ TEST(fixed_offsets_stay)
 	md_problem_free(&p);
 }
 
+/*
+ * The dynamic strategies build their order as they place; with fixed
+ * buffers in it, the local search on that order must still see every
+ * buffer (it used to read past the placed ones).
+ */
+TEST(fixed_buffers_with_local_search)
+{
+	struct md_plan_opts o = { MD_STRAT_LOWEST_LONG, 40, 0 };
+	struct md_problem p;
+	struct md_plan plan;
+	int strat;
+
+	random_problem(&p, 120, 8);
+	p.bufs[3].flags |= MD_BUF_FIXED;
+	p.bufs[3].offset = 1u << 20;
+	for (strat = MD_STRAT_LOWEST_LONG; strat <= MD_STRAT_ALL; strat++) {
+		o.strategy = strat;
+		ASSERT_EQ(0, md_plan_solve(&p, &o, &plan));
+		EXPECT_EQ(1u << 20, plan.offsets[3]);
+		md_plan_free(&plan);
+	}
+	md_problem_free(&p);
+}
+
 TEST(deterministic)
 {
 	struct md_problem p;
