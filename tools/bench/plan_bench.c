@@ -167,6 +167,14 @@ static uint64_t peer_plan(const struct md_problem *p, int best, uint64_t *off)
  * MiniMalloc on @p (written as its CSV): first at the lower bound (an
  * optimum when it fits), else minimising from @cap. Its peak, 0 if it
  * found no plan in time; its wall time in *@secs.
+ *
+ * MiniMalloc knows no alignment. With one alignment A for all buffers it
+ * is given the sizes rounded up to A: its offsets are then sums of those
+ * sizes, so multiples of A, and every aligned plan of the problem is a
+ * plan of the rounded one (the next aligned offset after a buffer is its
+ * offset plus its rounded size), so nothing is lost. Its plan is checked
+ * against the real sizes and its peak measured with them. With mixed
+ * alignments it does not run (UINT64_MAX).
  */
 static uint64_t minimalloc(const char *bin, const struct md_problem *p,
 			   uint64_t lb, uint64_t cap, double *secs,
@@ -178,16 +186,35 @@ static uint64_t minimalloc(const char *bin, const struct md_problem *p,
 	FILE *f;
 	size_t i;
 
+	struct md_problem r;
+	uint64_t al = p->n ? p->bufs[0].align : 1;
+
 	*secs = 0;
-	fd = mkstemp(in);
-	if (fd < 0)
+	for (i = 0; i < p->n; i++)
+		if (p->bufs[i].align != al)
+			return UINT64_MAX;
+	r = *p;
+	r.bufs = malloc((p->n + 1) * sizeof(*r.bufs));
+	if (!r.bufs)
 		return 0;
+	for (i = 0; i < p->n; i++) {
+		r.bufs[i] = p->bufs[i];
+		r.bufs[i].size = round_up(p->bufs[i].size, al);
+	}
+	lb = md_problem_lower_bound(&r, NULL);
+	cap = round_up(cap, al) > lb ? round_up(cap, al) : lb;
+	fd = mkstemp(in);
+	if (fd < 0) {
+		free(r.bufs);
+		return 0;
+	}
 	f = fdopen(fd, "w");
 	fprintf(f, "id,lower,upper,size\n");
 	for (i = 0; i < p->n; i++)
 		fprintf(f, "%zu,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", i,
-			p->bufs[i].lower, p->bufs[i].upper, p->bufs[i].size);
+			r.bufs[i].lower, r.bufs[i].upper, r.bufs[i].size);
 	fclose(f);
+	free(r.bufs);
 	snprintf(out, sizeof(out), "%s.out", in);
 	for (pass = 0; pass < 2 && !peak; pass++) {
 		double t0 = wall();
@@ -216,8 +243,8 @@ static uint64_t minimalloc(const char *bin, const struct md_problem *p,
 				   &of) != 5 || id >= p->n)
 				continue;
 			off[id] = of;
-			if (of + sz > peak)
-				peak = of + sz;
+			if (of + p->bufs[id].size > peak)
+				peak = of + p->bufs[id].size;
 		}
 		fclose(f);
 		/* Its plan is checked like every other. */
@@ -277,6 +304,10 @@ static int compare(const char *name, const struct md_problem *p,
 	}
 	if (mm_bin)
 		mm = minimalloc(mm_bin, p, lb, plan.peak, &tmm, off);
+	if (mm == UINT64_MAX) {
+		mm = 0;
+		mm_bin = NULL;	/* not comparable: "-" */
+	}
 	printf("%-18s %6zu %9" PRIu64 " %7.3f %7.3f %7.3f ", name, p->n, lb,
 	       (double)plan.peak / lb, (double)tf / lb, (double)xl / lb);
 	if (mm)
