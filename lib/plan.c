@@ -52,6 +52,30 @@ struct range {
 
 int md_plan_test_no_lists;
 
+/* md_plan_set_progress(), per thread. */
+static __thread md_plan_progress_fn progress_fn;
+static __thread void *progress_arg;
+static __thread struct md_plan_progress progress;
+
+#define PROGRESS_EVERY 4096
+
+MD_API void md_plan_set_progress(md_plan_progress_fn fn, void *arg)
+{
+	progress_fn = fn;
+	progress_arg = arg;
+}
+
+/* A new pass of @strategy begins. */
+static void progress_pass(int strategy)
+{
+	if (!progress_fn)
+		return;
+	progress.strategy = strategy;
+	progress.pass++;
+	progress.placed = 0;
+	progress_fn(progress_arg, &progress);
+}
+
 struct pstate {
 	uint64_t off, end;
 	uint32_t epoch;		/* == placer epoch: placed in this pass */
@@ -604,6 +628,8 @@ static int place(struct placer *pl, uint32_t x, uint64_t off)
 	pl->st[x].off = off;
 	pl->st[x].end = off + b->size;
 	pl->st[x].epoch = pl->epoch;
+	if (progress_fn && ++progress.placed % PROGRESS_EVERY == 0)
+		progress_fn(progress_arg, &progress);
 	if (off + b->size > pl->peak && b->size)
 		pl->peak = off + b->size;
 	if (pl->nb && b->size) {
@@ -1055,6 +1081,7 @@ static int run_strategy(struct solver *s, int strat, struct md_plan *plan)
 	size_t n = s->p->n;
 	int ret;
 
+	progress_pass(strat);
 	if (strat >= MD_STRAT_LOWEST_LONG) {
 		ret = place_lowest(&s->pl, strat, s->order, s->key);
 		fit = FIT_FIRST;
@@ -1100,6 +1127,7 @@ static int improve(struct solver *s, int passes)
 		size_t from, to, cnt = 0, pick;
 		uint32_t x;
 
+		progress_pass(MD_STRAT_COUNT);
 		if (pass & 1) {
 			from = xorshift(&seed) % n;
 		} else {
@@ -1229,6 +1257,26 @@ static uint64_t strat_cost(const struct placer *pl, int strat)
 	return 16 * n * (pl->gt.depth + 1);
 }
 
+/* How many strategies run_all() will run (for the progress report). */
+static unsigned int count_runs(struct solver *s, const struct md_plan_opts *o)
+{
+	uint64_t spent = 0;
+	unsigned int ran = 0;
+	int i;
+
+	if (o->strategy != MD_STRAT_ALL)
+		return 1;
+	for (i = 0; i < MD_STRAT_COUNT; i++) {
+		uint64_t c = strat_cost(&s->pl, strat_priority[i]);
+
+		if (!o->exhaustive && spent + c > WORK_BUDGET)
+			continue;
+		spent += c;
+		ran++;
+	}
+	return ran ? ran : 1;
+}
+
 static int run_all(struct solver *s, const struct md_plan_opts *o,
 		   struct md_plan *plan)
 {
@@ -1335,6 +1383,10 @@ MD_API int md_plan_solve(const struct md_problem *p,
 	    !s.kv || !s.best_off || !off)
 		goto out;
 
+	memset(&progress, 0, sizeof(progress));
+	progress.n = n;
+	progress.passes = count_runs(&s, opts) +
+			  (opts->improve > 0 && n >= 2 ? opts->improve : 0);
 	if (opts->strategy == MD_STRAT_ALL)
 		ret = run_all(&s, opts, plan);
 	else

@@ -17,6 +17,7 @@
 #include <metadef/plan.h>
 
 #include "exact.h"
+#include "progress.h"
 
 static const char *prog = "metadef-plan";
 static int all_strategies = 1;	/* no -S */
@@ -176,6 +177,7 @@ static int load(struct model *m, const char *path, int format,
 	if (!m->is_graph && report_fixed_conflict(m))
 		return 1;
 	t0 = now_ms();
+	plan_progress_start(path);
 	if (m->is_graph) {
 		ret = md_graph_plan(g, o, &m->gp);
 		m->p = &m->gp.problem;
@@ -185,6 +187,7 @@ static int load(struct model *m, const char *path, int format,
 		m->p = &m->prob;
 		m->plan = &m->own;
 	}
+	plan_progress_end();
 	md_graph_free(g);
 	if (ret) {
 		fprintf(stderr, "%s: %s: planning failed: %s\n", prog, path,
