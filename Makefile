@@ -277,14 +277,16 @@ $(B)/demo/region $(B)/demo/runtime: $(B)/demo/%: tools/demo/%.c $(LIB_A)
 
 bench: bench-buddy bench-copy bench-plan bench-exact bench-dynamic bench-alloc
 
-# The offset planner on ../shared/bench (MiniMalloc problems) and 10^5
-# random buffers, against greedy largest-first first-fit.
+# The offset planner against TFLite's greedy-by-size, XLA's best-fit heap
+# and MiniMalloc (../shared/peers) on ../shared/bench, random families and
+# tools/plan/examples; then every shape at 10^5 and 10^6 buffers.
 bench-plan: $(B)/bench/plan_bench
-	$(B)/bench/plan_bench $(CURDIR)/../shared/bench/minimalloc-challenging
+	$(B)/bench/plan_bench $(CURDIR)/../shared/bench/minimalloc-challenging \
+		tools/plan/examples $(CURDIR)/../shared/peers/minimalloc/bin/minimalloc
 
 $(B)/bench/plan_bench: tools/bench/plan_bench.c $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD) -lm
 
 # The exact planner on the MiniMalloc problems at their known capacities
 # (against MiniMalloc's published times) and on random problems.

@@ -3,10 +3,14 @@
  * Heuristic offset planning.
  *
  * Every strategy is an order in which buffers are placed plus a fit rule.
- * Placing one buffer asks the interval tree (keyed by lifetime) for the
- * placed buffers alive at the same time, sorts their memory ranges and
- * scans the gaps between them: first fit takes the lowest gap, best fit the
- * tightest one (or the top when no gap fits). All strategies run,
+ * Placing one buffer looks at the memory ranges of the placed buffers alive
+ * at the same time and at the gaps between them: first fit takes the
+ * lowest gap, best fit the tightest one (or the top when no gap fits).
+ * Those ranges come from neighbour lists when the problem has few enough
+ * time-overlapping pairs, else from the gap tree (gaptree.c: merged ranges
+ * over the cliques of the interval graph, O(log) sets per fit), with the
+ * interval tree as the fallback where memory is too fragmented for it.
+ * Both paths give the same plan. All strategies run,
  * the smallest peak wins, and a deterministic local search (move a buffer
  * that touches the peak earlier in the order, re-place, keep if not worse)
  * polishes the winner. Every plan is validated before it is returned.
@@ -17,6 +21,7 @@
 
 #include <metadef/plan.h>
 
+#include "gaptree.h"
 #include "internal.h"
 #include "itree.h"
 #include "plan_internal.h"
@@ -32,7 +37,9 @@ struct range {
  * buffers close in time are close in memory. Then the buffers alive with
  * buffer i are those before it still alive at its start (a "backward"
  * list, built by one sweep) and those after it that start before it ends
- * (a contiguous range of indices, no list needed).
+ * (a contiguous range of indices, no list needed). The lists cost one
+ * entry per pair of buffers alive together: more than BWD_MAX_ENTRIES
+ * pairs (many buffers alive at once) and the gap tree is used instead.
  */
 #define BWD_MAX_ENTRIES (1u << 25)
 /*
@@ -45,6 +52,30 @@ struct range {
 
 int md_plan_test_no_lists;
 
+/* md_plan_set_progress(), per thread. */
+static __thread md_plan_progress_fn progress_fn;
+static __thread void *progress_arg;
+static __thread struct md_plan_progress progress;
+
+#define PROGRESS_EVERY 4096
+
+MD_API void md_plan_set_progress(md_plan_progress_fn fn, void *arg)
+{
+	progress_fn = fn;
+	progress_arg = arg;
+}
+
+/* A new pass of @strategy begins. */
+static void progress_pass(int strategy)
+{
+	if (!progress_fn)
+		return;
+	progress.strategy = strategy;
+	progress.pass++;
+	progress.placed = 0;
+	progress_fn(progress_arg, &progress);
+}
+
 struct pstate {
 	uint64_t off, end;
 	uint32_t epoch;		/* == placer epoch: placed in this pass */
@@ -52,7 +83,12 @@ struct pstate {
 
 struct placer {
 	const struct md_problem *p;	/* sorted by lower */
-	struct md_itree t;	/* lifetimes of placed buffers (no lists) */
+	struct md_gaptree gt;	/* memory in use over time (no lists) */
+	struct md_itree t;	/* and the lifetimes of the placed buffers */
+	uint64_t *uppers;	/* sorted, for the number of neighbours */
+	uint32_t *ids;
+	int gap_off;		/* the gap tree lost: interval tree only */
+	uint32_t gap_tries, gap_lost;	/* in the current window */
 	uint32_t *bwd_start;	/* backward lists (CSR), or NULL */
 	uint32_t *bwd;
 	uint32_t *fwd_end;	/* forward neighbours: (i, fwd_end[i]) */
@@ -61,11 +97,11 @@ struct placer {
 	uint32_t *nb_len;
 	struct pstate *st;
 	uint32_t epoch;
-	uint32_t *ids;
+	uint64_t pairs;		/* of buffers alive at the same time */
 	struct range *rng;
 	struct range *tmp;	/* radix sort scratch, as big as rng */
 	struct range *cur;	/* overlapping(): rng or a part of nb */
-	size_t cap;		/* entries of ids and rng */
+	size_t cap;		/* entries of ids, rng and tmp */
 	uint64_t peak;
 };
 
@@ -83,6 +119,32 @@ static int build_lists(struct placer *pl)
 	pl->bwd = malloc(cap * sizeof(*pl->bwd));
 	if (!act || !pl->bwd_start || !pl->fwd_end || !pl->bwd)
 		goto out;
+	/*
+	 * fwd_end[i]: first j with lower_j >= upper_i (two pointers would
+	 * need sorted uppers; a binary search is as simple). The forward
+	 * neighbours of all buffers are the backward entries of all: count
+	 * them before the sweep, whose cost is their number.
+	 */
+	for (i = 0; i < n; i++) {
+		size_t lo = i + 1, hi = n;
+
+		while (lo < hi) {
+			size_t m = lo + (hi - lo) / 2;
+
+			if (p->bufs[m].lower < p->bufs[i].upper)
+				lo = m + 1;
+			else
+				hi = m;
+		}
+		pl->fwd_end[i] = (uint32_t)lo;
+		len += lo - i - 1;
+	}
+	pl->pairs = len;
+	if (len > BWD_MAX_ENTRIES || md_plan_test_no_lists) {
+		ret = -E2BIG;
+		goto out;
+	}
+	len = 0;
 	for (i = 0; i < n; i++) {
 		uint64_t lo = p->bufs[i].lower;
 		size_t k = 0;
@@ -91,10 +153,6 @@ static int build_lists(struct placer *pl)
 			if (act[j].off > lo)
 				act[k++] = act[j];
 		na = k;
-		if (len + na > BWD_MAX_ENTRIES) {
-			ret = -E2BIG;
-			goto out;
-		}
 		if (len + na > cap) {
 			uint32_t *nb;
 
@@ -113,21 +171,6 @@ static int build_lists(struct placer *pl)
 		na++;
 	}
 	pl->bwd_start[n] = (uint32_t)len;
-	/* fwd_end[i]: first j with lower_j >= upper_i (two pointers would
-	 * need sorted uppers; a binary search is as simple). */
-	for (i = 0; i < n; i++) {
-		size_t lo = i + 1, hi = n;
-
-		while (lo < hi) {
-			size_t m = lo + (hi - lo) / 2;
-
-			if (p->bufs[m].lower < p->bufs[i].upper)
-				lo = m + 1;
-			else
-				hi = m;
-		}
-		pl->fwd_end[i] = (uint32_t)lo;
-	}
 	ret = 0;
 out:
 	if (ret) {
@@ -148,6 +191,42 @@ static size_t degree(const struct placer *pl, uint32_t i)
 	       (pl->fwd_end[i] - i - 1);
 }
 
+/* Without lists: the gap tree, and the interval tree to fall back on. */
+static int gap_init(struct placer *pl)
+{
+	const struct md_problem *p = pl->p;
+	struct md_kv *kv = malloc((p->n + 1) * sizeof(*kv));
+	size_t i;
+
+	pl->uppers = malloc((p->n + 1) * sizeof(*pl->uppers));
+	if (!kv || !pl->uppers)
+		goto nomem;
+	for (i = 0; i < p->n; i++)
+		kv[i] = (struct md_kv){ p->bufs[i].upper, (uint32_t)i };
+	if (md_sort_kv(kv, p->n))
+		goto nomem;
+	for (i = 0; i < p->n; i++)
+		pl->uppers[i] = kv[i].key;
+	free(kv);
+	kv = NULL;
+	if (md_itree_init(&pl->t, p->n))
+		goto nomem;
+	if (md_gaptree_init(&pl->gt, p)) {
+		md_itree_free(&pl->t);
+		goto nomem;
+	}
+	return 0;
+nomem:
+	free(kv);
+	free(pl->uppers);
+	pl->uppers = NULL;
+	free(pl->st);
+	free(pl->ids);
+	free(pl->rng);
+	free(pl->tmp);
+	return -ENOMEM;
+}
+
 static int placer_init(struct placer *pl, const struct md_problem *p)
 {
 	size_t i, total = 0;
@@ -162,14 +241,11 @@ static int placer_init(struct placer *pl, const struct md_problem *p)
 	pl->tmp = malloc(pl->cap * sizeof(*pl->tmp));
 	if (!pl->st || !pl->ids || !pl->rng || !pl->tmp)
 		goto nomem;
-	ret = md_plan_test_no_lists ? -E2BIG : build_lists(pl);
+	ret = build_lists(pl);
 	if (ret == -ENOMEM)
 		goto nomem;
-	if (ret) {
-		if (md_itree_init(&pl->t, p->n))
-			goto nomem;
-		return 0;
-	}
+	if (ret)
+		return gap_init(pl);
 	for (i = 0; i < p->n; i++)
 		total += degree(pl, (uint32_t)i);
 	if (total <= NB_MAX_ENTRIES) {
@@ -193,7 +269,6 @@ static int placer_init(struct placer *pl, const struct md_problem *p)
 	return 0;
 nomem:
 	free(pl->st);
-	free(pl->ids);
 	free(pl->rng);
 	free(pl->tmp);
 	return -ENOMEM;
@@ -201,7 +276,12 @@ nomem:
 
 static void placer_free(struct placer *pl)
 {
-	md_itree_free(&pl->t);
+	if (!pl->bwd_start) {
+		md_gaptree_free(&pl->gt);
+		md_itree_free(&pl->t);
+	}
+	free(pl->uppers);
+	free(pl->ids);
 	free(pl->bwd_start);
 	free(pl->bwd);
 	free(pl->fwd_end);
@@ -209,15 +289,16 @@ static void placer_free(struct placer *pl)
 	free(pl->nb);
 	free(pl->nb_len);
 	free(pl->st);
-	free(pl->ids);
 	free(pl->rng);
 	free(pl->tmp);
 }
 
 static void placer_reset(struct placer *pl)
 {
-	if (!pl->bwd_start)
+	if (!pl->bwd_start) {
+		md_gaptree_reset(&pl->gt);
 		md_itree_clear(&pl->t);
+	}
 	if (pl->nb_len)
 		memset(pl->nb_len, 0, pl->p->n * sizeof(*pl->nb_len));
 	if (++pl->epoch == 0) {
@@ -366,31 +447,12 @@ static inline void add_range(struct placer *pl, uint32_t x, size_t *m)
 	}
 }
 
-static int overlapping(struct placer *pl, uint32_t bx, size_t *nk)
+/* Without lists: the placed neighbours from the interval tree. */
+static int collect(struct placer *pl, uint32_t bx, size_t *nk)
 {
 	const struct md_buffer *b = &pl->p->bufs[bx];
 	size_t k, i, m = 0;
 
-	if (pl->nb) {
-		pl->cur = &pl->nb[pl->nb_start[bx]];
-		*nk = pl->nb_len[bx];
-		return 0;
-	}
-	if (pl->bwd_start) {
-		uint32_t a = pl->bwd_start[bx], e = pl->bwd_start[bx + 1];
-
-		k = degree(pl, bx);
-		if (k > pl->cap && grow(pl, k))
-			return -ENOMEM;
-		for (; a < e; a++)
-			add_range(pl, pl->bwd[a], &m);
-		for (a = bx + 1; a < pl->fwd_end[bx]; a++)
-			add_range(pl, a, &m);
-		sort_ranges_big(pl, m);
-		pl->cur = pl->rng;	/* after grow(): rng may have moved */
-		*nk = m;
-		return 0;
-	}
 	for (;;) {
 		k = md_itree_collect(&pl->t, b->lower, b->upper, pl->ids,
 				     pl->cap);
@@ -407,6 +469,90 @@ static int overlapping(struct placer *pl, uint32_t bx, size_t *nk)
 	return 0;
 }
 
+/* Index of the first of the @n sorted @v that is > @x. */
+static size_t count_le(const uint64_t *v, size_t n, uint64_t x)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t m = lo + (hi - lo) / 2;
+
+		if (v[m] <= x)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	return lo;
+}
+
+/*
+ * Without lists, the gap tree answers in a few steps per set unless the
+ * memory of the buffers alive with @bx is cut into many pieces; then the
+ * neighbours one by one are cheaper. The gap tree may take as many steps
+ * as @bx has neighbours (placed or not: the lowers are sorted, so are
+ * the uppers), and -EAGAIN says it would need more. When it loses more
+ * often than not over a window of placements, it is given up for the rest
+ * of the solve (the same input always takes the same path).
+ */
+#define GAP_WINDOW 256
+
+static int gap_fit(struct placer *pl, uint32_t bx, enum fit fit,
+		   uint64_t *out)
+{
+	const struct md_buffer *b = &pl->p->bufs[bx];
+	size_t n = pl->p->n, lo = 0, hi = n, nb;
+	int ret;
+
+	if (pl->gap_off)
+		return -EAGAIN;
+	while (lo < hi) {	/* buffers starting before b ends */
+		size_t m = lo + (hi - lo) / 2;
+
+		if (pl->p->bufs[m].lower < b->upper)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	nb = lo - count_le(pl->uppers, n, b->lower);
+	ret = md_gaptree_fit(&pl->gt, bx, b->size, b->align, fit == FIT_BEST,
+			     nb / 8 + 32, out);
+	pl->gap_lost += ret == -EAGAIN;
+	if (++pl->gap_tries == GAP_WINDOW) {
+		if (pl->gap_lost > GAP_WINDOW / 2)
+			pl->gap_off = 1;
+		pl->gap_tries = 0;
+		pl->gap_lost = 0;
+	}
+	return ret;
+}
+
+static int overlapping(struct placer *pl, uint32_t bx, size_t *nk)
+{
+	uint32_t a, e;
+	size_t k, m = 0;
+
+	if (!pl->bwd_start)
+		return collect(pl, bx, nk);
+	a = pl->bwd_start[bx];
+	e = pl->bwd_start[bx + 1];
+	k = degree(pl, bx);
+	if (pl->nb) {
+		pl->cur = &pl->nb[pl->nb_start[bx]];
+		*nk = pl->nb_len[bx];
+		return 0;
+	}
+	if (k > pl->cap && grow(pl, k))
+		return -ENOMEM;
+	for (; a < e; a++)
+		add_range(pl, pl->bwd[a], &m);
+	for (a = bx + 1; a < pl->fwd_end[bx]; a++)
+		add_range(pl, a, &m);
+	sort_ranges_big(pl, m);
+	pl->cur = pl->rng;	/* after grow(): rng may have moved */
+	*nk = m;
+	return 0;
+}
+
 /* The offset @fit picks for @b among the placed buffers. */
 static int find_offset(struct placer *pl, uint32_t bx, enum fit fit,
 		       uint64_t *out)
@@ -416,6 +562,11 @@ static int find_offset(struct placer *pl, uint32_t bx, enum fit fit,
 	size_t k, i;
 	int ret;
 
+	if (!pl->bwd_start) {
+		ret = gap_fit(pl, bx, fit, out);
+		if (ret != -EAGAIN)
+			return ret;
+	}
 	ret = overlapping(pl, bx, &k);
 	if (ret)
 		return ret;
@@ -483,10 +634,13 @@ static int place(struct placer *pl, uint32_t x, uint64_t off)
 {
 	const struct md_buffer *b = &pl->p->bufs[x];
 	uint32_t a;
+	int ret;
 
 	pl->st[x].off = off;
 	pl->st[x].end = off + b->size;
 	pl->st[x].epoch = pl->epoch;
+	if (progress_fn && ++progress.placed % PROGRESS_EVERY == 0)
+		progress_fn(progress_arg, &progress);
 	if (off + b->size > pl->peak && b->size)
 		pl->peak = off + b->size;
 	if (pl->nb && b->size) {
@@ -499,7 +653,10 @@ static int place(struct placer *pl, uint32_t x, uint64_t off)
 	}
 	if (pl->bwd_start)
 		return 0;
-	return md_itree_insert(&pl->t, x, b->lower, b->upper);
+	ret = md_itree_insert(&pl->t, x, b->lower, b->upper);
+	if (!ret && !pl->gap_off)
+		ret = md_gaptree_insert(&pl->gt, x, off, off + b->size);
+	return ret;
 }
 
 /* Fixed buffers go first, where they are told. */
@@ -938,6 +1095,7 @@ static int run_strategy(struct solver *s, int strat, struct md_plan *plan)
 	size_t n = s->p->n;
 	int ret;
 
+	progress_pass(strat);
 	if (strat >= MD_STRAT_LOWEST_LONG) {
 		ret = place_lowest(&s->pl, strat, s->order, s->key);
 		fit = FIT_FIRST;
@@ -986,6 +1144,7 @@ static int improve(struct solver *s, int passes)
 		size_t from, to, cnt = 0, pick;
 		uint32_t x;
 
+		progress_pass(MD_STRAT_COUNT);
 		if (pass & 1) {
 			from = xorshift(&seed) % n;
 		} else {
@@ -1098,18 +1257,41 @@ static const int strat_priority[MD_STRAT_COUNT] = {
 /* Work budget of one md_plan_solve() in neighbour visits (see below). */
 #define WORK_BUDGET (1ull << 22)
 
-/* Estimated neighbour visits of one strategy. */
+/*
+ * Estimated neighbour visits of one strategy: every neighbour of every
+ * buffer with the lists. Without them a placement costs a few visits of
+ * each of the O(log) sets of the gap tree; the dynamic strategies still
+ * visit every pending neighbour of every buffer they place.
+ */
 static uint64_t strat_cost(const struct placer *pl, int strat)
 {
-	uint64_t e = pl->p->n;
-	size_t i;
+	uint64_t n = pl->p->n, e = n + 2 * pl->pairs;
 
+	if (strat >= MD_STRAT_LOWEST_LONG)
+		return 6 * e;
 	if (pl->bwd_start)
-		for (i = 0; i < pl->p->n; i++)
-			e += degree(pl, (uint32_t)i);
-	else
-		e *= 256;	/* too dense for lists: expensive */
-	return strat >= MD_STRAT_LOWEST_LONG ? 6 * e : e;
+		return e;
+	return 16 * n * (pl->gt.depth + 1);
+}
+
+/* How many strategies run_all() will run (for the progress report). */
+static unsigned int count_runs(struct solver *s, const struct md_plan_opts *o)
+{
+	uint64_t spent = 0;
+	unsigned int ran = 0;
+	int i;
+
+	if (o->strategy != MD_STRAT_ALL)
+		return 1;
+	for (i = 0; i < MD_STRAT_COUNT; i++) {
+		uint64_t c = strat_cost(&s->pl, strat_priority[i]);
+
+		if (!o->exhaustive && spent + c > WORK_BUDGET)
+			continue;
+		spent += c;
+		ran++;
+	}
+	return ran ? ran : 1;
 }
 
 static int run_all(struct solver *s, const struct md_plan_opts *o,
@@ -1218,6 +1400,10 @@ MD_API int md_plan_solve(const struct md_problem *p,
 	    !s.kv || !s.best_off || !off)
 		goto out;
 
+	memset(&progress, 0, sizeof(progress));
+	progress.n = n;
+	progress.passes = count_runs(&s, opts) +
+			  (opts->improve > 0 && n >= 2 ? opts->improve : 0);
 	if (opts->strategy == MD_STRAT_ALL)
 		ret = run_all(&s, opts, plan);
 	else

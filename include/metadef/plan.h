@@ -182,6 +182,25 @@ int md_plan_solve(const struct md_problem *p, const struct md_plan_opts *opts,
 
 void md_plan_free(struct md_plan *plan);
 
+/* Where a long md_plan_solve() is (for a progress display). */
+struct md_plan_progress {
+	int strategy;		/* running now (MD_STRAT_COUNT: local search) */
+	unsigned int pass;	/* 1-based: strategies and search passes */
+	unsigned int passes;	/* how many this solve will run */
+	size_t placed;		/* buffers placed in this pass */
+	size_t n;		/* buffers of the problem */
+};
+
+typedef void (*md_plan_progress_fn)(void *arg,
+				    const struct md_plan_progress *pr);
+
+/*
+ * md_plan_set_progress() - have every md_plan_solve() of the calling thread
+ * (md_graph_plan() included) call @fn every few thousand placements and at
+ * the start of each pass; NULL turns it off. @fn must not plan.
+ */
+void md_plan_set_progress(md_plan_progress_fn fn, void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,6 +19,7 @@
 #include <metadef/plan.h>
 
 #include "exact.h"
+#include "progress.h"
 
 static const char *prog = "metadef-plan";
 static int all_strategies = 1;	/* no -S */
@@ -323,6 +324,7 @@ static int load(struct model *m, const char *path, int format,
 	if (!m->is_graph && report_fixed_conflict(m))
 		goto fail;
 	t0 = now_ms();
+	plan_progress_start(path);
 	if (m->is_graph) {
 		ret = md_graph_plan(m->graph, o, &m->gp);
 		m->p = &m->gp.problem;
@@ -332,6 +334,7 @@ static int load(struct model *m, const char *path, int format,
 		m->p = &m->prob;
 		m->plan = &m->own;
 	}
+	plan_progress_end();
 	if (ret == -EOVERFLOW) {
 		fprintf(stderr, "%s: no plan within 64 bits: the buffers' sizes and alignment padding (and any fixed offset with what must go above it) exceed 2^64-1 bytes\n",
 			path);
