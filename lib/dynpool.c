@@ -20,8 +20,7 @@
  * removals and one insertion. Free and cached blocks are RECYCLED; a block
  * handed out is md_block_sync_reuse()d (ALLOCATED, next generation).
  *
- * The red-black tree is the classic one (Cormen et al., ch. 13) with
- * parent pointers and NULL leaves, which are black.
+ * The red-black tree is lib/rbtree.[ch].
  */
 #include <errno.h>
 #include <pthread.h>
@@ -36,299 +35,8 @@
 #include <metadef/reuse.h>
 
 #include "internal.h"
+#include "rbtree.h"
 #include "reuse_word.h"
-
-/* ---------------------------------------------------------------- rbtree */
-
-struct rb_node {
-	struct rb_node *parent, *left, *right;
-	bool red;
-};
-
-struct rb_tree {
-	struct rb_node *root;
-	size_t count;
-};
-
-typedef int (*rb_cmp_t)(const struct rb_node *a, const struct rb_node *b);
-
-static inline bool is_red(const struct rb_node *n)
-{
-	return n && n->red;
-}
-
-/* Put @v where @u hangs (its parent's link or the root). */
-static void rb_replace_link(struct rb_tree *t, struct rb_node *u,
-			    struct rb_node *v)
-{
-	if (!u->parent)
-		t->root = v;
-	else if (u == u->parent->left)
-		u->parent->left = v;
-	else
-		u->parent->right = v;
-	if (v)
-		v->parent = u->parent;
-}
-
-static void rb_rotate_left(struct rb_tree *t, struct rb_node *x)
-{
-	struct rb_node *y = x->right;
-
-	x->right = y->left;
-	if (y->left)
-		y->left->parent = x;
-	rb_replace_link(t, x, y);
-	y->left = x;
-	x->parent = y;
-}
-
-static void rb_rotate_right(struct rb_tree *t, struct rb_node *x)
-{
-	struct rb_node *y = x->left;
-
-	x->left = y->right;
-	if (y->right)
-		y->right->parent = x;
-	rb_replace_link(t, x, y);
-	y->right = x;
-	x->parent = y;
-}
-
-static void rb_insert_fixup(struct rb_tree *t, struct rb_node *z)
-{
-	struct rb_node *p, *g, *u;
-
-	while ((p = z->parent) && p->red) {
-		g = p->parent;	/* exists: a red node is never the root */
-		if (p == g->left) {
-			u = g->right;
-			if (is_red(u)) {
-				p->red = false;
-				u->red = false;
-				g->red = true;
-				z = g;
-				continue;
-			}
-			if (z == p->right) {
-				rb_rotate_left(t, p);
-				z = p;
-				p = z->parent;
-			}
-			p->red = false;
-			g->red = true;
-			rb_rotate_right(t, g);
-		} else {
-			u = g->left;
-			if (is_red(u)) {
-				p->red = false;
-				u->red = false;
-				g->red = true;
-				z = g;
-				continue;
-			}
-			if (z == p->left) {
-				rb_rotate_right(t, p);
-				z = p;
-				p = z->parent;
-			}
-			p->red = false;
-			g->red = true;
-			rb_rotate_left(t, g);
-		}
-	}
-	t->root->red = false;
-}
-
-/* Insert @n (its key already set); equal keys go right. */
-static void rb_insert(struct rb_tree *t, struct rb_node *n, rb_cmp_t cmp)
-{
-	struct rb_node **link = &t->root, *parent = NULL;
-
-	while (*link) {
-		parent = *link;
-		link = cmp(n, parent) < 0 ? &parent->left : &parent->right;
-	}
-	n->parent = parent;
-	n->left = NULL;
-	n->right = NULL;
-	n->red = true;
-	*link = n;
-	t->count++;
-	rb_insert_fixup(t, n);
-}
-
-/*
- * Restore the black height after a black node was removed above @x, which
- * may be NULL (hence its parent @xp is passed along).
- */
-static void rb_erase_fixup(struct rb_tree *t, struct rb_node *x,
-			   struct rb_node *xp)
-{
-	struct rb_node *w;
-
-	while (x != t->root && !is_red(x)) {
-		if (x == xp->left) {
-			w = xp->right;	/* exists: that side is one black deeper */
-			if (w->red) {
-				w->red = false;
-				xp->red = true;
-				rb_rotate_left(t, xp);
-				w = xp->right;
-			}
-			if (!is_red(w->left) && !is_red(w->right)) {
-				w->red = true;
-				x = xp;
-				xp = x->parent;
-				continue;
-			}
-			if (!is_red(w->right)) {
-				w->left->red = false;
-				w->red = true;
-				rb_rotate_right(t, w);
-				w = xp->right;
-			}
-			w->red = xp->red;
-			xp->red = false;
-			w->right->red = false;
-			rb_rotate_left(t, xp);
-		} else {
-			w = xp->left;
-			if (w->red) {
-				w->red = false;
-				xp->red = true;
-				rb_rotate_right(t, xp);
-				w = xp->left;
-			}
-			if (!is_red(w->left) && !is_red(w->right)) {
-				w->red = true;
-				x = xp;
-				xp = x->parent;
-				continue;
-			}
-			if (!is_red(w->left)) {
-				w->right->red = false;
-				w->red = true;
-				rb_rotate_left(t, w);
-				w = xp->left;
-			}
-			w->red = xp->red;
-			xp->red = false;
-			w->left->red = false;
-			rb_rotate_right(t, xp);
-		}
-		x = t->root;
-	}
-	if (x)
-		x->red = false;
-}
-
-static struct rb_node *rb_first(struct rb_node *n)
-{
-	while (n && n->left)
-		n = n->left;
-	return n;
-}
-
-static struct rb_node *rb_last(struct rb_node *n)
-{
-	while (n && n->right)
-		n = n->right;
-	return n;
-}
-
-static void rb_erase(struct rb_tree *t, struct rb_node *z)
-{
-	struct rb_node *x, *xp, *y;
-	bool removed_red;
-
-	if (!z->left || !z->right) {
-		/* z has at most one child: it takes z's place. */
-		x = z->left ? z->left : z->right;
-		xp = z->parent;
-		removed_red = z->red;
-		rb_replace_link(t, z, x);
-	} else {
-		/* z's successor y takes z's place and colour. */
-		y = rb_first(z->right);
-		removed_red = y->red;
-		x = y->right;
-		if (y->parent == z) {
-			xp = y;
-		} else {
-			xp = y->parent;
-			rb_replace_link(t, y, x);
-			y->right = z->right;
-			y->right->parent = y;
-		}
-		rb_replace_link(t, z, y);
-		y->left = z->left;
-		y->left->parent = y;
-		y->red = z->red;
-	}
-	t->count--;
-	z->parent = z->left = z->right = NULL;
-	if (!removed_red)
-		rb_erase_fixup(t, x, xp);
-}
-
-/*
- * Check @n's subtree: parent links, no red child of a red node, in-order
- * strictly increasing by @cmp (*@prev is the previous node in order).
- * Return: its black height (NULL leaves count 1) or -1 with *@why set.
- */
-static int rb_check_sub(const struct rb_node *n, const struct rb_node *parent,
-			const struct rb_node **prev, size_t *count,
-			rb_cmp_t cmp, const char **why)
-{
-	int lh, rh;
-
-	if (!n)
-		return 1;
-	if (n->parent != parent) {
-		*why = "rbtree: parent link";
-		return -1;
-	}
-	if (n->red && (is_red(n->left) || is_red(n->right))) {
-		*why = "rbtree: red node with a red child";
-		return -1;
-	}
-	lh = rb_check_sub(n->left, n, prev, count, cmp, why);
-	if (lh < 0)
-		return -1;
-	if (*prev && cmp(*prev, n) >= 0) {
-		*why = "rbtree: keys out of order";
-		return -1;
-	}
-	*prev = n;
-	(*count)++;
-	rh = rb_check_sub(n->right, n, prev, count, cmp, why);
-	if (rh < 0)
-		return -1;
-	if (lh != rh) {
-		*why = "rbtree: black heights differ";
-		return -1;
-	}
-	return lh + !n->red;
-}
-
-static int rb_check(const struct rb_tree *t, rb_cmp_t cmp, const char **why)
-{
-	const struct rb_node *prev = NULL;
-	size_t count = 0;
-
-	if (t->root && (t->root->parent || t->root->red)) {
-		*why = "rbtree: root red or with a parent";
-		return -1;
-	}
-	if (rb_check_sub(t->root, NULL, &prev, &count, cmp, why) < 0)
-		return -1;
-	if (count != t->count) {
-		*why = "rbtree: node count";
-		return -1;
-	}
-	return 0;
-}
 
 /* ---------------------------------------------------------------- pool */
 
@@ -337,7 +45,7 @@ enum dp_where { DP_CACHE, DP_FREE, DP_LIVE };
 struct dp_region;
 
 struct dp_block {
-	struct rb_node rb;		/* first: free or live tree */
+	struct md_rb_node rb;		/* first: free or live tree */
 	struct dp_block *prev, *next;	/* address order; next: cache link */
 	struct dp_region *reg;
 	uint64_t addr;			/* device address */
@@ -374,8 +82,8 @@ struct md_dynpool {
 	void (*bad_free)(const struct md_dynblock *b, void *arg);
 	void *bad_free_arg;
 
-	struct rb_tree free_tree;
-	struct rb_tree live_tree;
+	struct md_rb_tree free_tree;
+	struct md_rb_tree live_tree;
 	struct dp_region *regions;
 	struct dp_chunk *chunks;
 	size_t next_chunk;
@@ -384,13 +92,13 @@ struct md_dynpool {
 	struct md_dynpool_stats st;
 };
 
-static inline struct dp_block *to_block(const struct rb_node *n)
+static inline struct dp_block *to_block(const struct md_rb_node *n)
 {
 	return n ? (struct dp_block *)((char *)n -
 				       offsetof(struct dp_block, rb)) : NULL;
 }
 
-static int free_cmp(const struct rb_node *a, const struct rb_node *b)
+static int free_cmp(const struct md_rb_node *a, const struct md_rb_node *b)
 {
 	const struct dp_block *x = to_block(a), *y = to_block(b);
 
@@ -399,7 +107,7 @@ static int free_cmp(const struct rb_node *a, const struct rb_node *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-static int live_cmp(const struct rb_node *a, const struct rb_node *b)
+static int live_cmp(const struct md_rb_node *a, const struct md_rb_node *b)
 {
 	const struct dp_block *x = to_block(a), *y = to_block(b);
 
@@ -419,7 +127,7 @@ static bool pow2(uint64_t v)
 /* The smallest free block of at least @need bytes, lowest address first. */
 static struct dp_block *best_fit(struct md_dynpool *p, uint64_t need)
 {
-	struct rb_node *n = p->free_tree.root, *best = NULL;
+	struct md_rb_node *n = p->free_tree.root, *best = NULL;
 
 	while (n) {
 		if (to_block(n)->size >= need) {
@@ -434,7 +142,7 @@ static struct dp_block *best_fit(struct md_dynpool *p, uint64_t need)
 
 static struct dp_block *live_find(struct md_dynpool *p, uint64_t addr)
 {
-	struct rb_node *n = p->live_tree.root;
+	struct md_rb_node *n = p->live_tree.root;
 
 	while (n) {
 		struct dp_block *b = to_block(n);
@@ -449,13 +157,13 @@ static struct dp_block *live_find(struct md_dynpool *p, uint64_t addr)
 static void free_insert(struct md_dynpool *p, struct dp_block *b)
 {
 	b->where = DP_FREE;
-	rb_insert(&p->free_tree, &b->rb, free_cmp);
+	md_rb_insert(&p->free_tree, &b->rb, free_cmp);
 	p->st.free_bytes += b->size;
 }
 
 static void free_remove(struct md_dynpool *p, struct dp_block *b)
 {
-	rb_erase(&p->free_tree, &b->rb);
+	md_rb_erase(&p->free_tree, &b->rb);
 	p->st.free_bytes -= b->size;
 }
 
@@ -756,7 +464,7 @@ MD_API int md_dynpool_alloc(struct md_dynpool *p, uint64_t size,
 	md_block_sync_reuse(&b->sync);		/* RECYCLED -> ALLOCATED */
 	b->where = DP_LIVE;
 	b->requested = size;
-	rb_insert(&p->live_tree, &b->rb, live_cmp);
+	md_rb_insert(&p->live_tree, &b->rb, live_cmp);
 
 	p->st.blocks_in_use++;
 	p->st.requested_bytes += size;
@@ -833,7 +541,7 @@ MD_API int md_dynpool_free(struct md_dynpool *p, const struct md_dynblock *d)
 							  memory_order_acquire))
 			break;
 	}
-	rb_erase(&p->live_tree, &b->rb);
+	md_rb_erase(&p->live_tree, &b->rb);
 	p->st.frees++;
 	p->st.blocks_in_use--;
 	p->st.requested_bytes -= b->requested;
@@ -889,7 +597,7 @@ MD_API void md_dynpool_stats(struct md_dynpool *p, struct md_dynpool_stats *st)
 
 	pthread_mutex_lock(&p->lock);
 	*st = p->st;
-	last = to_block(rb_last(p->free_tree.root));
+	last = to_block(md_rb_last(p->free_tree.root));
 	st->free_blocks = p->free_tree.count;
 	st->largest_free = last ? last->size : 0;
 	st->fragmentation = st->free_bytes ?
@@ -897,7 +605,7 @@ MD_API void md_dynpool_stats(struct md_dynpool *p, struct md_dynpool_stats *st)
 	pthread_mutex_unlock(&p->lock);
 }
 
-static int32_t dump(const struct rb_node *n, struct md_dynpool_node *out,
+static int32_t dump(const struct md_rb_node *n, struct md_dynpool_node *out,
 		    size_t max, size_t *i)
 {
 	const struct dp_block *b = to_block(n);
@@ -945,8 +653,8 @@ static int check_locked(struct md_dynpool *p, const char **why)
 	const struct dp_block *b;
 	const struct dp_chunk *c;
 
-	if (rb_check(&p->free_tree, free_cmp, why) ||
-	    rb_check(&p->live_tree, live_cmp, why))
+	if (md_rb_check(&p->free_tree, free_cmp, why) ||
+	    md_rb_check(&p->live_tree, live_cmp, why))
 		return -EUCLEAN;
 	for (r = p->regions; r; r = r->next) {
 		uint64_t at = r->r.dev_va;

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * An intrusive red-black tree (Cormen et al., ch. 13): parent pointers,
+ * NULL leaves (black), keys compared by the caller's function. Used by the
+ * dynamic pool (its free and live trees) and by the planner's sweep (free
+ * gaps by offset and by length). Not thread-safe: callers lock.
+ */
+#ifndef METADEF_RBTREE_H
+#define METADEF_RBTREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct md_rb_node {
+	struct md_rb_node *parent, *left, *right;
+	bool red;
+};
+
+struct md_rb_tree {
+	struct md_rb_node *root;
+	size_t count;
+};
+
+/* < 0, 0, > 0 as @a sorts before, with or after @b. */
+typedef int (*md_rb_cmp_t)(const struct md_rb_node *a,
+			   const struct md_rb_node *b);
+
+/* Insert @n (its key already set); equal keys go right. */
+void md_rb_insert(struct md_rb_tree *t, struct md_rb_node *n, md_rb_cmp_t cmp);
+void md_rb_erase(struct md_rb_tree *t, struct md_rb_node *n);
+
+/* The leftmost / rightmost node of the subtree at @n (NULL if empty). */
+struct md_rb_node *md_rb_first(struct md_rb_node *n);
+struct md_rb_node *md_rb_last(struct md_rb_node *n);
+
+/* In-order neighbours of @n, or NULL. */
+struct md_rb_node *md_rb_next(const struct md_rb_node *n);
+struct md_rb_node *md_rb_prev(const struct md_rb_node *n);
+
+/*
+ * Check the whole tree: parent links, colours, black heights, the count,
+ * keys strictly increasing by @cmp. Return: 0, or -1 with *@why set.
+ */
+int md_rb_check(const struct md_rb_tree *t, md_rb_cmp_t cmp, const char **why);
+
+#endif /* METADEF_RBTREE_H */

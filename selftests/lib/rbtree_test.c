@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Host unit tests: the red-black tree (lib/rbtree.[ch]) against a sorted
+ * array, its invariants checked after every change, and its checker
+ * catching trees broken on purpose.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rbtree.h"
+#include "test_util.h"
+#include "kselftest_harness.h"
+
+struct item {
+	struct md_rb_node rb;
+	uint32_t key;
+	uint32_t seq;		/* insertion number: equal keys keep it */
+	int in;
+};
+
+static int item_cmp(const struct md_rb_node *a, const struct md_rb_node *b)
+{
+	const struct item *x = (const struct item *)a;
+	const struct item *y = (const struct item *)b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int cmp_item_ptr(const void *a, const void *b)
+{
+	return item_cmp(*(const struct md_rb_node *const *)a,
+			*(const struct md_rb_node *const *)b);
+}
+
+/* The tree's in-order walk, both ways, equals the sorted live items. */
+static int same_as_sorted(struct md_rb_tree *t, struct item *it, size_t n,
+			  struct md_rb_node **buf)
+{
+	struct md_rb_node *x;
+	size_t k = 0, i;
+
+	for (i = 0; i < n; i++)
+		if (it[i].in)
+			buf[k++] = &it[i].rb;
+	qsort(buf, k, sizeof(*buf), cmp_item_ptr);
+	if (k != t->count)
+		return 0;
+	i = 0;
+	for (x = md_rb_first(t->root); x; x = md_rb_next(x))
+		if (i >= k || x != buf[i++])
+			return 0;
+	if (i != k)
+		return 0;
+	for (x = md_rb_last(t->root); x; x = md_rb_prev(x))
+		if (!i || x != buf[--i])
+			return 0;
+	return i == 0;
+}
+
+TEST(random_inserts_and_erases_match_a_sorted_array)
+{
+	enum { N = 2000, STEPS = 20000 };
+	struct item *it = calloc(N, sizeof(*it));
+	struct md_rb_node **buf = calloc(N, sizeof(*buf));
+	struct md_rb_tree t = { NULL, 0 };
+	uint64_t seed = 0x9e3779b97f4a7c15ULL;
+	const char *why = NULL;
+	uint32_t seq = 0;
+	int step;
+
+	ASSERT_NE(NULL, it);
+	ASSERT_NE(NULL, buf);
+	for (step = 0; step < STEPS; step++) {
+		struct item *x = &it[xorshift64(&seed) % N];
+
+		if (x->in) {
+			md_rb_erase(&t, &x->rb);
+			x->in = 0;
+		} else {
+			/* Few distinct keys: many equal ones. */
+			x->key = (uint32_t)(xorshift64(&seed) % 300);
+			x->seq = seq++;
+			md_rb_insert(&t, &x->rb, item_cmp);
+			x->in = 1;
+		}
+		ASSERT_EQ(0, md_rb_check(&t, item_cmp, &why)) {
+			TH_LOG("step %d: %s", step, why);
+		}
+		if (step % 97 == 0)
+			ASSERT_TRUE(same_as_sorted(&t, it, N, buf));
+	}
+	ASSERT_TRUE(same_as_sorted(&t, it, N, buf));
+	free(it);
+	free(buf);
+}
+
+TEST(empty_tree)
+{
+	struct md_rb_tree t = { NULL, 0 };
+	const char *why = NULL;
+
+	EXPECT_EQ(NULL, md_rb_first(t.root));
+	EXPECT_EQ(NULL, md_rb_last(t.root));
+	EXPECT_EQ(0, md_rb_check(&t, item_cmp, &why));
+}
+
+/* The checker is what the other tests trust: it must see each breakage. */
+TEST(checker_catches_broken_trees)
+{
+	struct item it[64];
+	struct md_rb_tree t = { NULL, 0 };
+	struct md_rb_node *r, *leaf;
+	const char *why = NULL;
+	uint32_t k;
+
+	memset(it, 0, sizeof(it));
+	for (k = 0; k < 64; k++) {
+		it[k].key = k;
+		it[k].seq = k;
+		md_rb_insert(&t, &it[k].rb, item_cmp);
+	}
+	ASSERT_EQ(0, md_rb_check(&t, item_cmp, &why));
+	r = t.root;
+
+	r->red = true;
+	EXPECT_EQ(-1, md_rb_check(&t, item_cmp, &why));
+	EXPECT_STREQ("rbtree: root red or with a parent", why);
+	r->red = false;
+
+	t.count++;
+	EXPECT_EQ(-1, md_rb_check(&t, item_cmp, &why));
+	EXPECT_STREQ("rbtree: node count", why);
+	t.count--;
+
+	/* A leaf's key moved past its successor. */
+	leaf = md_rb_first(t.root);
+	((struct item *)leaf)->key = 1000;
+	EXPECT_EQ(-1, md_rb_check(&t, item_cmp, &why));
+	EXPECT_STREQ("rbtree: keys out of order", why);
+	((struct item *)leaf)->key = 0;
+
+	/* Recolouring a black leaf changes one path's black height. */
+	for (leaf = md_rb_first(t.root); leaf; leaf = md_rb_next(leaf))
+		if (!leaf->left && !leaf->right && !leaf->red &&
+		    !leaf->parent->red)
+			break;
+	ASSERT_NE(NULL, leaf);
+	leaf->red = true;
+	EXPECT_EQ(-1, md_rb_check(&t, item_cmp, &why));
+	EXPECT_STREQ("rbtree: black heights differ", why);
+	leaf->red = false;
+
+	leaf = md_rb_last(t.root);
+	leaf->parent = NULL;
+	EXPECT_EQ(-1, md_rb_check(&t, item_cmp, &why));
+	EXPECT_STREQ("rbtree: parent link", why);
+}
+
+TEST_HARNESS_MAIN
