@@ -10,12 +10,15 @@
  * time-overlapping pairs, else from the gap tree (gaptree.c: merged ranges
  * over the cliques of the interval graph, O(log) sets per fit), with the
  * interval tree as the fallback where memory is too fragmented for it.
- * Both paths give the same plan. All strategies run,
+ * Both paths give the same plan. The start order needs neither: one sweep
+ * over time keeps the free gaps at each instant (place_sweep(), the same
+ * plan again). All strategies run,
  * the smallest peak wins, and a deterministic local search (move a buffer
  * that touches the peak earlier in the order, re-place, keep if not worse)
  * polishes the winner. Every plan is validated before it is returned.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +28,7 @@
 #include "internal.h"
 #include "itree.h"
 #include "plan_internal.h"
+#include "rbtree.h"
 
 enum fit { FIT_FIRST, FIT_BEST };
 
@@ -51,6 +55,7 @@ struct range {
 #define NB_MAX_ENTRIES (1u << 21)
 
 int md_plan_test_no_lists;
+int md_plan_test_no_sweep;
 
 /* md_plan_set_progress(), per thread. */
 static __thread md_plan_progress_fn progress_fn;
@@ -553,6 +558,21 @@ static int overlapping(struct placer *pl, uint32_t bx, size_t *nk)
 	return 0;
 }
 
+/*
+ * On top of everything, which ends at @top: fixed buffers may sit
+ * anywhere, so the top can be too high for @b to end within 64 bits.
+ */
+static int on_top(const struct md_buffer *b, uint64_t top, uint64_t *out)
+{
+	uint64_t a = md_round_up(top, b->align);
+
+	if (a < top || (top % b->align && a == UINT64_MAX) ||
+	    b->size > UINT64_MAX - a)
+		return -EOVERFLOW;
+	*out = a;
+	return 0;
+}
+
 /* The offset @fit picks for @b among the placed buffers. */
 static int find_offset(struct placer *pl, uint32_t bx, enum fit fit,
 		       uint64_t *out)
@@ -593,16 +613,7 @@ static int find_offset(struct placer *pl, uint32_t bx, enum fit fit,
 		*out = best;
 		return 0;
 	}
-	/*
-	 * On top of everything: fixed buffers may sit anywhere, so the top
-	 * can be too high for this buffer to end within 64 bits.
-	 */
-	a = md_round_up(cur, b->align);
-	if (a < cur || (cur % b->align && a == UINT64_MAX) ||
-	    b->size > UINT64_MAX - a)
-		return -EOVERFLOW;
-	*out = a;
-	return 0;
+	return on_top(b, cur, out);
 }
 
 /* Insert [off, end) into the sorted list of pending buffer y. */
@@ -630,11 +641,10 @@ static void nb_insert(struct placer *pl, uint32_t y, uint64_t off,
 	pl->nb_len[y] = n + 1;
 }
 
-static int place(struct placer *pl, uint32_t x, uint64_t off)
+/* @x is at @off: its state, the peak, the progress report. */
+static void mark_placed(struct placer *pl, uint32_t x, uint64_t off)
 {
 	const struct md_buffer *b = &pl->p->bufs[x];
-	uint32_t a;
-	int ret;
 
 	pl->st[x].off = off;
 	pl->st[x].end = off + b->size;
@@ -643,6 +653,15 @@ static int place(struct placer *pl, uint32_t x, uint64_t off)
 		progress_fn(progress_arg, &progress);
 	if (off + b->size > pl->peak && b->size)
 		pl->peak = off + b->size;
+}
+
+static int place(struct placer *pl, uint32_t x, uint64_t off)
+{
+	const struct md_buffer *b = &pl->p->bufs[x];
+	uint32_t a;
+	int ret;
+
+	mark_placed(pl, x, off);
 	if (pl->nb && b->size) {
 		for (a = pl->bwd_start[x]; a < pl->bwd_start[x + 1]; a++)
 			if (!is_placed(pl, pl->bwd[a]))
@@ -695,6 +714,325 @@ static int place_order(struct placer *pl, const uint32_t *order, size_t n,
 			ret = place(pl, x, off);
 	}
 	return ret;
+}
+
+/* ------------------------------------------------------------ sweep */
+
+/*
+ * The start order with best fit, in one sweep over time. Placed in order
+ * of lower ends, the placed buffers alive with the next one are exactly
+ * those alive at its start: the blocks in use at that instant. So the
+ * gaps between those blocks are kept as time goes on -- a buffer that
+ * ends frees its block, merged with the gaps beside it; a buffer placed
+ * in a gap splits it -- in red-black trees: one by offset, and for each
+ * alignment in the problem one by the length a gap has left once its
+ * start is aligned ("usable"). Best fit is the tightest gap that holds the
+ * buffer, ties to the lowest (find_offset()'s choice among the same
+ * blocks): it is among the gaps whose usable length lies between the
+ * buffer's size and the first such gap's usable length plus the padding
+ * it may have, a short range of the tree. Same plan as find_offset(), in
+ * O(n log n) where find_offset() visits every neighbour. Not with fixed
+ * buffers (placed first, they are in use before they start), nor with
+ * more than SWEEP_ALIGNS alignments.
+ */
+#define SWEEP_ALIGNS 4
+
+struct sweep_gap;
+
+struct sweep_len {
+	struct md_rb_node rb;
+	uint64_t usable;	/* end - (off aligned) */
+	struct sweep_gap *gap;
+	int in;			/* in its tree (usable >= 0) */
+};
+
+struct sweep_gap {
+	struct md_rb_node by_off;	/* first: a node is its gap */
+	uint64_t off, end;
+	struct sweep_gap *next_free;
+	struct sweep_len len[SWEEP_ALIGNS];
+};
+
+#define SWEEP_CHUNK 512
+
+struct sweep_chunk {
+	struct sweep_chunk *next;
+	struct sweep_gap gap[SWEEP_CHUNK];
+};
+
+struct sweep {
+	struct md_rb_tree by_off;
+	struct md_rb_tree by_len[SWEEP_ALIGNS];
+	uint64_t align[SWEEP_ALIGNS];
+	int naligns;
+	struct sweep_chunk *chunks;
+	struct sweep_gap *free;
+	uint64_t top;		/* end of the highest block in use */
+};
+
+static int gap_off_cmp(const struct md_rb_node *a, const struct md_rb_node *b)
+{
+	const struct sweep_gap *x = (const struct sweep_gap *)a;
+	const struct sweep_gap *y = (const struct sweep_gap *)b;
+
+	return (x->off > y->off) - (x->off < y->off);
+}
+
+static int gap_len_cmp(const struct md_rb_node *a, const struct md_rb_node *b)
+{
+	const struct sweep_len *x = (const struct sweep_len *)a;
+	const struct sweep_len *y = (const struct sweep_len *)b;
+
+	if (x->usable != y->usable)
+		return x->usable < y->usable ? -1 : 1;
+	return (x->gap->off > y->gap->off) - (x->gap->off < y->gap->off);
+}
+
+static int sweep_add(struct sweep *sw, uint64_t off, uint64_t end)
+{
+	struct sweep_gap *g;
+	int k;
+
+	if (end <= off)
+		return 0;
+	if (!sw->free) {
+		struct sweep_chunk *c = malloc(sizeof(*c));
+		int i;
+
+		if (!c)
+			return -ENOMEM;
+		c->next = sw->chunks;
+		sw->chunks = c;
+		for (i = SWEEP_CHUNK - 1; i >= 0; i--) {
+			c->gap[i].next_free = sw->free;
+			sw->free = &c->gap[i];
+		}
+	}
+	g = sw->free;
+	sw->free = g->next_free;
+	g->off = off;
+	g->end = end;
+	md_rb_insert(&sw->by_off, &g->by_off, gap_off_cmp);
+	for (k = 0; k < sw->naligns; k++) {
+		struct sweep_len *l = &g->len[k];
+		uint64_t a = md_round_up(off, sw->align[k]);
+
+		l->gap = g;
+		l->in = a <= end;
+		if (!l->in)
+			continue;
+		l->usable = end - a;
+		md_rb_insert(&sw->by_len[k], &l->rb, gap_len_cmp);
+	}
+	return 0;
+}
+
+static void sweep_del(struct sweep *sw, struct sweep_gap *g)
+{
+	int k;
+
+	md_rb_erase(&sw->by_off, &g->by_off);
+	for (k = 0; k < sw->naligns; k++)
+		if (g->len[k].in)
+			md_rb_erase(&sw->by_len[k], &g->len[k].rb);
+	g->next_free = sw->free;
+	sw->free = g;
+}
+
+/* The gap that ends at @off, or NULL. */
+static struct sweep_gap *gap_ending_at(struct sweep *sw, uint64_t off)
+{
+	struct md_rb_node *n = sw->by_off.root;
+	struct sweep_gap *last = NULL;
+
+	while (n) {
+		struct sweep_gap *g = (struct sweep_gap *)n;
+
+		if (g->off < off) {
+			last = g;
+			n = n->right;
+		} else {
+			n = n->left;
+		}
+	}
+	return last && last->end == off ? last : NULL;
+}
+
+/* The gap that starts at @off, or NULL. */
+static struct sweep_gap *gap_starting_at(struct sweep *sw, uint64_t off)
+{
+	struct md_rb_node *n = sw->by_off.root;
+
+	while (n) {
+		struct sweep_gap *g = (struct sweep_gap *)n;
+
+		if (g->off == off)
+			return g;
+		n = off < g->off ? n->left : n->right;
+	}
+	return NULL;
+}
+
+/* The block [@off, @end) is no longer in use. */
+static int sweep_release(struct sweep *sw, uint64_t off, uint64_t end)
+{
+	struct sweep_gap *below = gap_ending_at(sw, off), *above;
+
+	if (end == sw->top) {
+		sw->top = below ? below->off : off;
+		if (below)
+			sweep_del(sw, below);
+		return 0;
+	}
+	above = gap_starting_at(sw, end);
+	if (below) {
+		off = below->off;
+		sweep_del(sw, below);
+	}
+	if (above) {
+		end = above->end;
+		sweep_del(sw, above);
+	}
+	return sweep_add(sw, off, end);
+}
+
+/* The tightest gap that holds @b (ties: the lowest), or NULL. */
+static struct sweep_gap *sweep_best(struct sweep *sw, const struct md_buffer *b)
+{
+	struct md_rb_node *n, *first = NULL;
+	struct sweep_gap *best = NULL;
+	uint64_t cap, best_len = 0;
+	int k;
+
+	for (k = 0; sw->align[k] != b->align; k++)
+		;
+	for (n = sw->by_len[k].root; n;) {
+		if (((struct sweep_len *)n)->usable >= b->size) {
+			first = n;
+			n = n->left;
+		} else {
+			n = n->right;
+		}
+	}
+	if (!first)
+		return NULL;
+	cap = ((struct sweep_len *)first)->usable;
+	cap = cap > UINT64_MAX - (b->align - 1) ? UINT64_MAX :
+						   cap + (b->align - 1);
+	for (n = first; n && ((struct sweep_len *)n)->usable <= cap;
+	     n = md_rb_next(n)) {
+		struct sweep_gap *g = ((struct sweep_len *)n)->gap;
+		uint64_t len = g->end - g->off;
+
+		if (!best || len < best_len ||
+		    (len == best_len && g->off < best->off)) {
+			best = g;
+			best_len = len;
+		}
+	}
+	return best;
+}
+
+/* Best fit for @b among the gaps, else on top; the gaps follow. */
+static int sweep_place(struct sweep *sw, const struct md_buffer *b,
+		       uint64_t *out)
+{
+	struct sweep_gap *g = sweep_best(sw, b);
+	uint64_t a;
+	int ret;
+
+	if (g) {
+		uint64_t off = g->off, end = g->end;
+
+		a = md_round_up(off, b->align);
+		*out = a;
+		if (!b->size)
+			return 0;
+		sweep_del(sw, g);
+		ret = sweep_add(sw, off, a);
+		return ret ? ret : sweep_add(sw, a + b->size, end);
+	}
+	ret = on_top(b, sw->top, &a);
+	if (ret)
+		return ret;
+	*out = a;
+	if (!b->size)
+		return 0;
+	ret = sweep_add(sw, sw->top, a);	/* the alignment's padding */
+	sw->top = a + b->size;
+	return ret;
+}
+
+/* The problem's alignments into @sw; 0 if there are too many. */
+static int sweep_aligns(struct sweep *sw, const struct md_problem *p)
+{
+	size_t i;
+	int k;
+
+	for (i = 0; i < p->n; i++) {
+		for (k = 0; k < sw->naligns; k++)
+			if (sw->align[k] == p->bufs[i].align)
+				break;
+		if (k < sw->naligns)
+			continue;
+		if (sw->naligns == SWEEP_ALIGNS)
+			return 0;
+		sw->align[sw->naligns++] = p->bufs[i].align;
+	}
+	return 1;
+}
+
+/* Place @order, which is sorted by lower end (no fixed buffers). */
+static int place_sweep(struct placer *pl, const uint32_t *order, size_t n,
+		       struct md_kv *by_upper)
+{
+	const struct md_buffer *bufs = pl->p->bufs;
+	struct sweep sw;
+	size_t i, done = 0;
+	int ret;
+
+	placer_reset(pl);
+	memset(&sw, 0, sizeof(sw));
+	sweep_aligns(&sw, pl->p);
+	for (i = 0; i < n; i++)
+		by_upper[i] = (struct md_kv){ bufs[i].upper, (uint32_t)i };
+	ret = md_sort_kv(by_upper, n);
+	for (i = 0; !ret && i < n; i++) {
+		uint32_t x = order[i];
+		uint64_t off;
+
+		for (; !ret && done < n &&
+		       by_upper[done].key <= bufs[x].lower; done++) {
+			const struct pstate *y = &pl->st[by_upper[done].idx];
+
+			if (y->end > y->off)
+				ret = sweep_release(&sw, y->off, y->end);
+		}
+		if (!ret)
+			ret = sweep_place(&sw, &bufs[x], &off);
+		if (!ret)
+			mark_placed(pl, x, off);
+	}
+	while (sw.chunks) {
+		struct sweep_chunk *c = sw.chunks;
+
+		sw.chunks = c->next;
+		free(c);
+	}
+	return ret;
+}
+
+/* The sweep applies: no fixed buffer, few alignments. */
+static int sweep_applies(const struct md_problem *p)
+{
+	struct sweep sw;
+	size_t i;
+
+	for (i = 0; i < p->n; i++)
+		if (p->bufs[i].flags & MD_BUF_FIXED)
+			return 0;
+	memset(&sw, 0, sizeof(sw));
+	return sweep_aligns(&sw, p);
 }
 
 /* ------------------------------------------------------------ orders */
@@ -1064,6 +1402,7 @@ struct solver {
 	int have_best;		/* best_*: a plan was kept */
 	int best_strat;
 	int improved;
+	int sweep;		/* the start order is placed by place_sweep() */
 	enum fit best_fit;
 };
 
@@ -1101,7 +1440,9 @@ static int run_strategy(struct solver *s, int strat, struct md_plan *plan)
 		fit = FIT_FIRST;
 	} else {
 		ret = make_order(s->p, strat, s->order, s->key, s->tie, s->kv);
-		if (!ret)
+		if (!ret && strat == MD_STRAT_START && s->sweep)
+			ret = place_sweep(&s->pl, s->order, n, s->kv);
+		else if (!ret)
 			ret = place_order(&s->pl, s->order, n, fit);
 	}
 	/* No plan within 64 bits this way; another strategy may find one. */
@@ -1263,10 +1604,13 @@ static const int strat_priority[MD_STRAT_COUNT] = {
  * each of the O(log) sets of the gap tree; the dynamic strategies still
  * visit every pending neighbour of every buffer they place.
  */
-static uint64_t strat_cost(const struct placer *pl, int strat)
+static uint64_t strat_cost(const struct solver *s, int strat)
 {
+	const struct placer *pl = &s->pl;
 	uint64_t n = pl->p->n, e = n + 2 * pl->pairs;
 
+	if (strat == MD_STRAT_START && s->sweep)
+		return 4 * n;	/* a few tree steps per buffer */
 	if (strat >= MD_STRAT_LOWEST_LONG)
 		return 6 * e;
 	if (pl->bwd_start)
@@ -1274,24 +1618,41 @@ static uint64_t strat_cost(const struct placer *pl, int strat)
 	return 16 * n * (pl->gt.depth + 1);
 }
 
+/* Neighbour visits the greedy fallback may cost (about a second). */
+#define FALLBACK_BUDGET (1ull << 27)
+
+/*
+ * run_all() ran @ran strategies, @mask: whether the classic greedy runs
+ * as well (see there).
+ */
+static int greedy_too(const struct solver *s, int ran, unsigned int mask)
+{
+	const struct placer *pl = &s->pl;
+
+	return ran == 1 && mask == 1u << MD_STRAT_START && s->sweep &&
+	       pl->p->n + 2 * pl->pairs <= FALLBACK_BUDGET;
+}
+
 /* How many strategies run_all() will run (for the progress report). */
 static unsigned int count_runs(struct solver *s, const struct md_plan_opts *o)
 {
 	uint64_t spent = 0;
-	unsigned int ran = 0;
+	unsigned int mask = 0;
+	int ran = 0;
 	int i;
 
 	if (o->strategy != MD_STRAT_ALL)
 		return 1;
 	for (i = 0; i < MD_STRAT_COUNT; i++) {
-		uint64_t c = strat_cost(&s->pl, strat_priority[i]);
+		uint64_t c = strat_cost(s, strat_priority[i]);
 
 		if (!o->exhaustive && spent + c > WORK_BUDGET)
 			continue;
 		spent += c;
 		ran++;
+		mask |= 1u << strat_priority[i];
 	}
-	return ran ? ran : 1;
+	return ran + (!ran || greedy_too(s, ran, mask));
 }
 
 static int run_all(struct solver *s, const struct md_plan_opts *o,
@@ -1302,7 +1663,7 @@ static int run_all(struct solver *s, const struct md_plan_opts *o,
 
 	for (i = 0; i < MD_STRAT_COUNT; i++) {
 		int strat = strat_priority[i];
-		uint64_t c = strat_cost(&s->pl, strat);
+		uint64_t c = strat_cost(s, strat);
 
 		if (!o->exhaustive && spent + c > WORK_BUDGET)
 			continue;
@@ -1312,7 +1673,14 @@ static int run_all(struct solver *s, const struct md_plan_opts *o,
 		spent += c;
 		ran++;
 	}
-	if (!ran)
+	/*
+	 * Only the sweep fit the budget: the gap tree was expected to be too
+	 * slow. The classic greedy still runs when the neighbours it would
+	 * visit, at worst, are not many more than the budget: it beats the
+	 * sweep where many buffers live long (memory then fragments, and the
+	 * start order cannot put the large ones first).
+	 */
+	if (!ran || greedy_too(s, ran, plan->ran))
 		return run_strategy(s, MD_STRAT_SIZE_FIRST, plan);
 	return 0;
 }
@@ -1380,6 +1748,7 @@ MD_API int md_plan_solve(const struct md_problem *p,
 	s.p = &q;
 	s.best_peak = 0;
 	s.best_strat = -1;
+	s.sweep = sweep_applies(&q) && !md_plan_test_no_sweep;
 	ret = placer_init(&s.pl, &q);
 	if (ret) {
 		free(q.bufs);

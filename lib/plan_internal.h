@@ -44,6 +44,8 @@ static inline uint64_t md_round_up(uint64_t v, uint64_t a)
 
 /* Tests only: plan without neighbour lists (interval tree path). */
 extern int md_plan_test_no_lists;
+/* Tests only: the start order placed like any other (no sweep). */
+extern int md_plan_test_no_sweep;
 
 /* A sort key and the index it belongs to. */
 struct md_kv {

@@ -496,6 +496,58 @@ TEST(gap_tree_matches_lists_everywhere)
 }
 
 /*
+ * The start order's sweep (free gaps kept in time order) against placing
+ * the same order among the neighbours, on both neighbour paths: short and
+ * long horizons, many equal starts, mixed alignments, zero sizes, sizes
+ * near 2^64 (no plan within 64 bits: the same error). Same offsets.
+ */
+TEST(sweep_matches_neighbours_everywhere)
+{
+	struct md_plan_opts o = { MD_STRAT_START, 0, 0 };
+	int it, swept = 0;
+
+	for (it = 0; it < 200; it++) {
+		int mode = it % 5;
+		uint64_t horizon = 1 + rnd() % (mode ? 400 : 4);
+		size_t n = 1 + rnd() % 300, i;
+		struct md_problem p;
+		struct md_plan a, b;
+		int ra, rb;
+
+		md_problem_init(&p);
+		for (i = 0; i < n; i++) {
+			uint64_t lo = rnd() % horizon;
+			uint64_t life = 1 + rnd() % (1 + horizon / (1 + rnd() % 8));
+			uint64_t size = rnd() % 6 ? 1 + rnd() % (rnd() % 2 ? 64 : 9000) : 0;
+			uint64_t al = mode == 1 ? 1 + rnd() % 4 :
+				      mode == 2 ? 64 : mode == 3 ? 1 : rnd() % 2 ? 8 : 24;
+
+			if (mode == 4 && i == 0)
+				size = UINT64_MAX / 2;
+			ASSERT_EQ(0, md_problem_add(&p, NULL, lo, lo + life, size, al));
+		}
+		md_plan_test_no_lists = it % 2;
+		md_plan_test_no_sweep = 0;
+		ra = md_plan_solve(&p, &o, &a);
+		md_plan_test_no_sweep = 1;
+		rb = md_plan_solve(&p, &o, &b);
+		md_plan_test_no_sweep = 0;
+		md_plan_test_no_lists = 0;
+		ASSERT_EQ(rb, ra) TH_LOG("problem %d", it);
+		if (!ra) {
+			EXPECT_EQ(b.peak, a.peak);
+			EXPECT_EQ(0, memcmp(a.offsets, b.offsets, n * sizeof(uint64_t)))
+				TH_LOG("problem %d (%zu buffers)", it, n);
+			swept++;
+			md_plan_free(&a);
+			md_plan_free(&b);
+		}
+		md_problem_free(&p);
+	}
+	EXPECT_GE(swept, 150);
+}
+
+/*
  * Peaks on the four MiniMalloc files, pinned at what the planner reached
  * when the gap tree came in (default options): a change to the planner
  * may make them smaller, never larger.
@@ -600,6 +652,27 @@ TEST(shape_random)
 					    shape_size(), 64));
 	}
 	solve_shape(_metadata, &p, 1.05);
+	md_problem_free(&p);
+}
+
+/*
+ * Wide random: uniformly random starts, lifetimes up to a tenth of the
+ * horizon, so thousands alive at once with memory cut into many pieces
+ * (the neighbour paths go quadratic; the start order's sweep does not).
+ */
+TEST(shape_wide_random)
+{
+	struct md_problem p;
+	size_t i, n = 20000;
+
+	md_problem_init(&p);
+	for (i = 0; i < n; i++) {
+		uint64_t lo = rnd() % n;
+
+		ASSERT_EQ(0, md_problem_add(&p, NULL, lo, lo + 1 + rnd() % (n / 10),
+					    shape_size(), 64));
+	}
+	solve_shape(_metadata, &p, 1.10);
 	md_problem_free(&p);
 }
 
