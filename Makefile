@@ -152,7 +152,7 @@ $(KSFT_HDR):
 
 $(B)/selftests/kmod/%: selftests/kmod/%.c $(KSFT_HDR) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_CFLAGS) -o $@ $< $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_CFLAGS) -Ilib -o $@ $< $(LIB_A)
 
 $(B)/selftests/lib/%: selftests/lib/%.sh
 	@mkdir -p $(@D)
@@ -201,7 +201,7 @@ FUZZ_BINS	:= $(FUZZ_TARGETS:%=$(B)/fuzz/%_fuzz)
 FUZZ_SAN	:= -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS	:= -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN)
 FUZZ_A		:= $(B)/fuzz/libmetadef-fuzz.a
-FUZZ_CLI_OBJS	:= $(B)/fuzz/plan/metadef-plan.o $(B)/fuzz/plan/exact.o
+FUZZ_CLI_OBJS	:= $(patsubst tools/plan/%.c,$(B)/fuzz/plan/%.o,$(wildcard tools/plan/*.c))
 
 .PHONY: fuzz-lib-build fuzz-lib check-fuzz-lib
 fuzz-lib-build: $(FUZZ_BINS)

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <search.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +16,14 @@
 #include <metadef/device.h>
 #include <metadef/metadef.h>
 
+#include "bitmath.h"
 #include "internal.h"
+#include "rbtree.h"
 
 enum backend { BACKEND_HOST, BACKEND_KMOD };
 
 struct live {
+	struct md_rb_node rb;	/* first: in the tree of live regions */
 	struct md_region r;
 	void *map;		/* host: the whole mapping (before trimming) */
 	size_t map_len;
@@ -33,20 +35,35 @@ struct md_device {
 	uint64_t align;
 	uint64_t page;
 	pthread_mutex_t lock;	/* the tree and the counters */
-	void *live;		/* tsearch() tree of struct live, by dev_va */
+	struct md_rb_tree live;	/* struct live by dev_va */
 	struct md_device_stats st;
 };
 
-static int live_cmp(const void *a, const void *b)
+static int live_cmp(const struct md_rb_node *a, const struct md_rb_node *b)
 {
-	const struct live *x = a, *y = b;
+	const struct live *x = (const struct live *)a;
+	const struct live *y = (const struct live *)b;
 
 	return x->r.dev_va < y->r.dev_va ? -1 : x->r.dev_va > y->r.dev_va;
 }
 
-static bool pow2(uint64_t v)
+/* The live region with the highest dev_va <= @va, or NULL. */
+static struct live *live_floor(const struct md_device *dev, uint64_t va)
 {
-	return v && !(v & (v - 1));
+	const struct md_rb_node *n = dev->live.root;
+	const struct live *best = NULL;
+
+	while (n) {
+		const struct live *l = (const struct live *)n;
+
+		if (l->r.dev_va <= va) {
+			best = l;
+			n = n->right;
+		} else {
+			n = n->left;
+		}
+	}
+	return (struct live *)best;
 }
 
 MD_API int md_device_open(const struct md_device_config *cfg,
@@ -59,7 +76,7 @@ MD_API int md_device_open(const struct md_device_config *cfg,
 	int fd = -1;
 
 	*out = NULL;
-	if (!pow2(align))
+	if (!md_is_pow2(align))
 		return -EINVAL;
 	if (strcmp(name, "auto") && strcmp(name, "kmod") &&
 	    strcmp(name, "host"))
@@ -114,10 +131,10 @@ MD_API void md_device_close(struct md_device *dev)
 {
 	if (!dev)
 		return;
-	while (dev->live) {
-		struct live *l = *(struct live **)dev->live;
+	while (dev->live.root) {
+		struct live *l = (struct live *)dev->live.root;
 
-		tdelete(l, &dev->live, live_cmp);
+		md_rb_erase(&dev->live, &l->rb);
 		backend_free(dev, l);
 		free(l);
 	}
@@ -207,12 +224,11 @@ MD_API int md_region_alloc(struct md_device *dev, uint64_t size,
 			   uint64_t align, struct md_region *out)
 {
 	struct live *l;
-	void *node;
 	int err;
 
 	if (!align)
 		align = dev->page;
-	if (!size || !pow2(align) || size > UINT64_MAX - dev->page) {
+	if (!size || !md_is_pow2(align) || size > UINT64_MAX - dev->page) {
 		l = NULL;
 		err = -EINVAL;
 		goto count;
@@ -232,11 +248,14 @@ MD_API int md_region_alloc(struct md_device *dev, uint64_t size,
 count:
 	pthread_mutex_lock(&dev->lock);
 	if (!err) {
-		node = tsearch(l, &dev->live, live_cmp);
+		struct live *at = live_floor(dev, l->r.dev_va);
+
 		/* Another live region at this address would be a backend bug. */
-		if (!node || *(struct live **)node != l) {
+		if (at && at->r.dev_va == l->r.dev_va) {
 			backend_free(dev, l);
-			err = node ? -EIO : -ENOMEM;
+			err = -EIO;
+		} else {
+			md_rb_insert(&dev->live, &l->rb, live_cmp);
 		}
 	}
 	if (err) {
@@ -258,17 +277,15 @@ count:
 
 MD_API int md_region_free(struct md_device *dev, struct md_region *region)
 {
-	struct live key = { .r.dev_va = region->dev_va }, *l;
-	void *found;
+	struct live *l;
 
 	pthread_mutex_lock(&dev->lock);
-	found = tfind(&key, &dev->live, live_cmp);
-	l = found ? *(struct live **)found : NULL;
+	l = live_floor(dev, region->dev_va);
 	if (!l || memcmp(&l->r, region, sizeof(*region))) {
 		pthread_mutex_unlock(&dev->lock);
 		return -EINVAL;
 	}
-	tdelete(l, &dev->live, live_cmp);
+	md_rb_erase(&dev->live, &l->rb);
 	dev->st.region_frees++;
 	dev->st.bytes_current -= l->r.size;
 	pthread_mutex_unlock(&dev->lock);
@@ -279,27 +296,16 @@ MD_API int md_region_free(struct md_device *dev, struct md_region *region)
 }
 
 /*
- * Are [va[k], va[k] + size) each inside one live region? One walk of the
- * tree answers for both ranges of a copy; called with the lock held.
+ * Is [@va, @va + @size) inside one live region? The regions do not
+ * overlap, so the one that could hold it is the last that starts at or
+ * below @va. Called with the lock held.
  */
-struct cover {
-	uint64_t va[2], size;
-	bool found[2];
-};
-
-static void cover_visit(const void *node, VISIT which, void *arg)
+static bool covered(const struct md_device *dev, uint64_t va, uint64_t size)
 {
-	const struct live *l = *(const struct live *const *)node;
-	struct cover *c = arg;
-	int k;
+	const struct live *l = live_floor(dev, va);
 
-	if (which != postorder && which != leaf)
-		return;
-	for (k = 0; k < 2; k++)
-		if (c->va[k] >= l->r.dev_va &&
-		    c->va[k] - l->r.dev_va < l->r.size &&
-		    c->size <= l->r.size - (c->va[k] - l->r.dev_va))
-			c->found[k] = true;
+	return l && va - l->r.dev_va < l->r.size &&
+	       size <= l->r.size - (va - l->r.dev_va);
 }
 
 MD_API int md_device_copy(struct md_device *dev, uint64_t dst_va,
@@ -310,7 +316,7 @@ MD_API int md_device_copy(struct md_device *dev, uint64_t dst_va,
 		.dst_va = dst_va,
 		.size = size,
 	};
-	struct cover cv = { .va = { src_va, dst_va }, .size = size };
+	bool ok;
 
 	if (!size || src_va + size < src_va || dst_va + size < dst_va)
 		return -EINVAL;
@@ -321,9 +327,9 @@ MD_API int md_device_copy(struct md_device *dev, uint64_t dst_va,
 	 * not free them meanwhile, as with any DMA it starts.
 	 */
 	pthread_mutex_lock(&dev->lock);
-	twalk_r(dev->live, cover_visit, &cv);
+	ok = covered(dev, src_va, size) && covered(dev, dst_va, size);
 	pthread_mutex_unlock(&dev->lock);
-	if (!cv.found[0] || !cv.found[1])
+	if (!ok)
 		return -EFAULT;
 	memmove((void *)(uintptr_t)dst_va, (const void *)(uintptr_t)src_va,
 		size);

@@ -34,6 +34,7 @@
 #include <metadef/dynpool.h>
 #include <metadef/reuse.h>
 
+#include "bitmath.h"
 #include "internal.h"
 #include "rbtree.h"
 #include "reuse_word.h"
@@ -117,11 +118,6 @@ static int live_cmp(const struct md_rb_node *a, const struct md_rb_node *b)
 static inline uint64_t round_up(uint64_t v, uint64_t a)
 {
 	return (v + a - 1) & ~(a - 1);
-}
-
-static bool pow2(uint64_t v)
-{
-	return v && !(v & (v - 1));
 }
 
 /* The smallest free block of at least @need bytes, lowest address first. */
@@ -369,7 +365,7 @@ MD_API int md_dynpool_create(struct md_device *dev,
 	*out = NULL;
 	if (!cfg)
 		cfg = &def;
-	if (cfg->align && (!pow2(cfg->align) ||
+	if (cfg->align && (!md_is_pow2(cfg->align) ||
 			   cfg->align < md_device_align(dev)))
 		return -EINVAL;
 	if (cfg->capacity && cfg->initial > cfg->capacity)

@@ -8,6 +8,7 @@
 
 #include <metadef/meta.h>
 
+#include "bitmath.h"
 #include "internal.h"
 
 static const char *const dev_names[MD_DEV_COUNT] = { "cpu", "gpu", "npu" };
@@ -19,15 +20,10 @@ MD_API void md_align_cfg_default(struct md_align_cfg *cfg)
 	cfg->align[MD_DEV_NPU] = 256;
 }
 
-static int pow2(uint64_t v)
-{
-	return v && !(v & (v - 1));
-}
-
 MD_API int md_align_cfg_set(struct md_align_cfg *cfg, enum md_device_kind dev,
 			    uint64_t align)
 {
-	if ((unsigned int)dev >= MD_DEV_COUNT || !pow2(align))
+	if ((unsigned int)dev >= MD_DEV_COUNT || !md_is_pow2(align))
 		return -EINVAL;
 	cfg->align[dev] = align;
 	return 0;
@@ -65,7 +61,7 @@ MD_API int md_meta_init(struct md_meta *m, uint64_t handle, uint64_t size,
 	memset(m, 0, sizeof(*m));
 	if (!align)
 		align = 1;
-	if (!pow2(align))
+	if (!md_is_pow2(align))
 		return -EINVAL;
 	if (size > UINT64_MAX - (align - 1))
 		return -EOVERFLOW;

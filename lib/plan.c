@@ -28,6 +28,7 @@
 #include "internal.h"
 #include "itree.h"
 #include "plan_internal.h"
+#include "random.h"
 #include "rbtree.h"
 
 enum fit { FIT_FIRST, FIT_BEST };
@@ -1383,14 +1384,6 @@ MD_API const char *md_strategy_name(int strategy)
 	return "?";
 }
 
-static uint64_t xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
 struct solver {
 	const struct md_problem *p;	/* the sorted copy */
 	struct placer pl;
@@ -1487,13 +1480,13 @@ static int improve(struct solver *s, int passes)
 
 		progress_pass(MD_STRAT_COUNT);
 		if (pass & 1) {
-			from = xorshift(&seed) % n;
+			from = md_xorshift64(&seed) % n;
 		} else {
 			for (i = 0; i < n; i++)
 				cnt += at_peak(s, s->order[i], cur_peak);
 			if (!cnt)
 				continue;
-			pick = xorshift(&seed) % cnt;
+			pick = md_xorshift64(&seed) % cnt;
 			for (from = 0; from < n; from++)
 				if (at_peak(s, s->order[from], cur_peak) &&
 				    !pick--)
@@ -1501,7 +1494,7 @@ static int improve(struct solver *s, int passes)
 		}
 		if (!from)
 			continue;
-		to = xorshift(&seed) % from;
+		to = md_xorshift64(&seed) % from;
 		memcpy(s->trial, s->order, n * sizeof(*s->trial));
 		x = s->trial[from];
 		memmove(&s->trial[to + 1], &s->trial[to],

@@ -20,6 +20,7 @@
 
 #include <metadef/pool.h>
 
+#include "bitmath.h"
 #include "internal.h"
 #include "pool_internal.h"
 
@@ -40,21 +41,6 @@ static pthread_key_t tc_key;
 static __thread struct tcache *tls_last TLS_IE;
 static __thread struct tcache *tls_list TLS_IE;
 static __thread bool tls_key_set TLS_IE;
-
-static inline unsigned int ceil_log2(uint64_t n)
-{
-	return n <= 1 ? 0 : 64 - __builtin_clzll(n - 1);
-}
-
-static inline uint64_t pow2_ceil(uint64_t n)
-{
-	return (uint64_t)1 << ceil_log2(n);
-}
-
-static inline bool pow2(uint64_t v)
-{
-	return v && !(v & (v - 1));
-}
 
 /* ------------------------------------------------------------ size classes */
 
@@ -576,7 +562,7 @@ static int sregion_carve(struct md_pool *pool, uint64_t size,
 	err = pool_region_get(pool, MD_TIER_SLAB, pool->slab_region, size,
 			      &sr->r);
 	if (!err) {
-		err = mbuddy_init(&sr->mb, ceil_log2(sr->r.size / SLAB_MIN));
+		err = mbuddy_init(&sr->mb, md_ceil_log2(sr->r.size / SLAB_MIN));
 		if (err)
 			pool_region_put(pool, MD_TIER_SLAB, &sr->r);
 	}
@@ -1326,7 +1312,7 @@ MD_API int md_pool_create(struct md_device *dev,
 	uint32_t n, c;
 
 	*out = NULL;
-	if (!pow2(align) || align > MD_POOL_BUDDY_LIMIT)
+	if (!md_is_pow2(align) || align > MD_POOL_BUDDY_LIMIT)
 		return -EINVAL;
 	if (cfg && ((cfg->flags & ~MD_POOL_NO_TCACHE) || cfg->pad))
 		return -EINVAL;
@@ -1339,15 +1325,15 @@ MD_API int md_pool_create(struct md_device *dev,
 	granule = align > SLAB_MIN ? align : SLAB_MIN;
 
 	sr_size = cfg && cfg->slab_region ? cfg->slab_region : 8ull << 20;
-	if (!(cfg && cfg->slab_region) && sr_size < pow2_ceil(maxcls))
-		sr_size = pow2_ceil(maxcls);
-	if (!pow2(sr_size) || sr_size < (1ull << 20) ||
-	    sr_size < pow2_ceil(maxcls))
+	if (!(cfg && cfg->slab_region) && sr_size < md_pow2_ceil(maxcls))
+		sr_size = md_pow2_ceil(maxcls);
+	if (!md_is_pow2(sr_size) || sr_size < (1ull << 20) ||
+	    sr_size < md_pow2_ceil(maxcls))
 		return -EINVAL;
 	br_size = cfg && cfg->buddy_region ? cfg->buddy_region : 64ull << 20;
 	if (!(cfg && cfg->buddy_region) && br_size < 4 * granule)
 		br_size = 4 * granule;
-	if (!pow2(br_size) || br_size < MD_POOL_BUDDY_LIMIT ||
+	if (!md_is_pow2(br_size) || br_size < MD_POOL_BUDDY_LIMIT ||
 	    br_size < granule)
 		return -EINVAL;
 
@@ -1376,7 +1362,7 @@ MD_API int md_pool_create(struct md_device *dev,
 	pthread_mutex_init(&pool->large.lock, NULL);
 	for (c = 0; c < n; c++) {
 		struct slab_class *sc = &pool->cls[c];
-		uint64_t ss = pow2_ceil(8 * cls_units(c) * unit);
+		uint64_t ss = md_pow2_ceil(8 * cls_units(c) * unit);
 
 		pthread_mutex_init(&sc->lock, NULL);
 		sc->size = cls_units(c) * unit;

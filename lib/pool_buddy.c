@@ -9,12 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bitmath.h"
 #include "pool_internal.h"
-
-static inline unsigned int ceil_log2(uint64_t n)
-{
-	return n <= 1 ? 0 : 64 - __builtin_clzll(n - 1);
-}
 
 static inline uint64_t words(const struct mbuddy *b, unsigned int k)
 {
@@ -95,7 +91,7 @@ int64_t mbuddy_alloc(struct mbuddy *b, uint64_t units)
 
 	if (!units || units > (uint64_t)1 << b->order)
 		return -1;
-	k = ceil_log2(units);
+	k = md_ceil_log2(units);
 	for (j = k; j <= b->order && !b->nfree[j]; j++)
 		;
 	if (j > b->order)
@@ -126,7 +122,7 @@ int64_t mbuddy_alloc(struct mbuddy *b, uint64_t units)
 
 void mbuddy_free(struct mbuddy *b, uint64_t off, uint64_t units)
 {
-	unsigned int k = ceil_log2(units), i;
+	unsigned int k = md_ceil_log2(units), i;
 	uint64_t p = 0;
 
 	/* The pieces in descending size: each aligned to its own size. */

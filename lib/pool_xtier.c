@@ -10,12 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bitmath.h"
 #include "pool_internal.h"
-
-static inline unsigned int ceil_log2(uint64_t n)
-{
-	return n <= 1 ? 0 : 64 - __builtin_clzll(n - 1);
-}
 
 static void xlist_add(struct xblock **head, struct xblock *x)
 {
@@ -80,10 +76,10 @@ int pool_buddy_alloc(struct md_pool *pool, uint64_t size,
 			goto unlock;
 		}
 		err = pool_region_get(pool, MD_TIER_BUDDY, pool->buddy_region,
-				      ((uint64_t)1 << ceil_log2(units)) *
+				      ((uint64_t)1 << md_ceil_log2(units)) *
 				      pool->granule, &r->r);
 		if (!err) {
-			err = mbuddy_init(&r->mb, ceil_log2(r->r.size /
+			err = mbuddy_init(&r->mb, md_ceil_log2(r->r.size /
 							    pool->granule));
 			if (err)
 				pool_region_put(pool, MD_TIER_BUDDY, &r->r);

@@ -13,16 +13,16 @@
 #include <metadef/device.h>
 #include <metadef/plan.h>
 
+#include "random.h"
+
 /*
- * xorshift64: the tests' seeded, reproducible pseudo-random numbers.
- * Each test keeps its own state (never 0) and so its own sequence.
+ * The tests' seeded, reproducible pseudo-random numbers: the library's
+ * own (lib/random.h). Each test keeps its own state (never 0) and so its
+ * own sequence.
  */
 static inline uint64_t xorshift64(uint64_t *state)
 {
-	*state ^= *state << 13;
-	*state ^= *state >> 7;
-	*state ^= *state << 17;
-	return *state;
+	return md_xorshift64(state);
 }
 
 /* MiniMalloc's 5-buffer example: optimum 12. */

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Powers of two, for the whole library (not installed). */
+#ifndef METADEF_BITMATH_H
+#define METADEF_BITMATH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* @v is a power of two (0 is not). */
+static inline bool md_is_pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+/* The smallest k with 2^k >= @n (0 for n <= 1; 64 for n > 2^63). */
+static inline unsigned int md_ceil_log2(uint64_t n)
+{
+	return n <= 1 ? 0 : 64 - __builtin_clzll(n - 1);
+}
+
+/* 2^md_ceil_log2(@n), for n <= 2^63. */
+static inline uint64_t md_pow2_ceil(uint64_t n)
+{
+	return (uint64_t)1 << md_ceil_log2(n);
+}
+
+#endif /* METADEF_BITMATH_H */
