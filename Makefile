@@ -275,7 +275,7 @@ $(B)/demo/region $(B)/demo/runtime: $(B)/demo/%: tools/demo/%.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
 
-bench: bench-buddy bench-copy bench-plan bench-exact bench-dynamic bench-alloc
+bench: bench-buddy bench-copy bench-plan bench-exact bench-scale bench-dynamic bench-alloc
 
 # The offset planner against TFLite's greedy-by-size, XLA's best-fit heap
 # and MiniMalloc (../shared/peers) on ../shared/bench, random families and
@@ -302,6 +302,17 @@ bench-exact: $(B)/bench/exact_bench
 $(B)/bench/exact_bench: tools/bench/exact_bench.c tools/bench/cutgen.c tools/bench/cutgen.h $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(PTHREAD) -lm
+
+# The planners on compiler-shaped traces of 10^4-10^5 buffers
+# (tools/bench/tracegen) against idealloc and MiniMalloc (../shared/peers),
+# run here: heuristic, --minimize at SCALE_SHORT and SCALE_LONG seconds.
+.PHONY: bench-scale
+bench-scale: $(B)/bench/tracegen $(B)/bin/metadef-plan
+	tools/bench/scale-bench
+
+$(B)/bench/tracegen: tools/bench/tracegen.c lib/random.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $<
 
 # The dynamic pool on a detection-like trace of varying input sizes, against
 # a region per tensor and a planned region per request (host backend).

@@ -1454,7 +1454,82 @@ MD_API int md_exact_prune_parse(const char *list, unsigned int *bits)
 MD_API void md_exact_result_free(struct md_exact_result *res)
 {
 	free(res->offsets);
+	free(res->steps);
 	memset(res, 0, sizeof(*res));
+}
+
+/* Minimize mode: note a lower best peak (a report: never fails). */
+static void add_step(struct md_exact_result *res, double seconds,
+		     uint64_t peak, uint64_t iteration)
+{
+	struct md_exact_step *t;
+
+	if (res->nsteps && res->steps[res->nsteps - 1].peak <= peak)
+		return;
+	if (res->nsteps >= 4096)
+		return;
+	t = realloc(res->steps, (res->nsteps + 1) * sizeof(*t));
+	if (!t)
+		return;
+	res->steps = t;
+	t[res->nsteps].seconds = seconds;
+	t[res->nsteps].peak = peak;
+	t[res->nsteps].iteration = iteration;
+	res->nsteps++;
+}
+
+/*
+ * Minimize mode: improve @best (peak *@ub) by md_plan_improve() for
+ * @seconds (<= 0: until the limit or, without one, until it stalls).
+ */
+static int improve_slice(struct ex *e, const struct md_problem *p,
+			 const struct md_exact_opts *opts,
+			 struct md_exact_result *res, uint64_t *best,
+			 uint64_t *ub, uint64_t lb, double seconds)
+{
+	struct md_improve_opts io = { 0 };
+	struct md_improve_result ir;
+	double now = elapsed(e);
+	size_t i;
+	int ret;
+
+	if (opts->time_limit > 0) {
+		double left = opts->time_limit - now;
+
+		if (left <= 0)
+			return 0;
+		io.time_limit = seconds > 0 && seconds < left ? seconds : left;
+	} else {
+		io.time_limit = seconds;
+	}
+	if (opts->improve_iters) {
+		/* a count, not the clock, ends the slice: reproducible */
+		io.max_iters = opts->improve_iters;
+		io.time_limit = opts->time_limit > 0 ?
+				opts->time_limit - now : 0;
+	}
+	io.seed = (opts->seed ? opts->seed : 0x5851f42d4c957f2dULL) +
+		  res->improve_iters * 0x9e3779b97f4a7c15ULL;
+	io.lower_bound = lb;
+	io.cancel = opts->cancel;
+	ret = md_plan_improve(p, best, &io, &ir);
+	if (ret)
+		return ret;
+	for (i = 1; i < ir.nsteps; i++)
+		add_step(res, now + ir.steps[i].seconds, ir.steps[i].peak,
+			 res->improve_iters + ir.steps[i].iteration);
+	res->improve_iters += ir.iterations;
+	if (ir.peak < *ub) {
+		*ub = ir.peak;
+		res->heuristic = 0;
+	}
+	md_improve_result_free(&ir);
+	if (e->progress) {
+		e->best_peak = *ub;
+		e->proven_lb = lb;
+		report(e, elapsed(e));
+	}
+	return 0;
 }
 
 static int exact_solve(const struct md_problem *p,
@@ -1466,7 +1541,8 @@ static int exact_solve(const struct md_problem *p,
 	struct timespec t0;
 	struct ex e;
 	uint64_t *best = NULL, lb, ub;
-	int ret, r, have_search = 0;
+	int ret, r, have_search = 0, large;
+	double slice, deadline;
 	uint64_t budget;
 
 	memset(res, 0, sizeof(*res));
@@ -1513,10 +1589,31 @@ static int exact_solve(const struct md_problem *p,
 	ret = ex_init(&e, p, opts->memo_mib);
 	e.t0 = t0;	/* the clock runs from the call, heuristics included */
 	if (ret == -E2BIG) {
-		/* too big to search: the heuristic is the answer */
+		/*
+		 * Too big to search: in minimize mode the improvement phase
+		 * has the time; otherwise the heuristic is the answer.
+		 */
 		res->status = MD_EXACT_LIMIT;
 		res->stopped = MD_EXACT_STOP_TOO_BIG;
 		ret = 0;
+		if (opts->minimize) {
+			e.progress = opts->progress;
+			e.progress_arg = opts->progress_arg;
+			add_step(res, elapsed(&e), ub, 0);
+			ret = improve_slice(&e, p, opts, res, best, &ub, lb, 0);
+			if (ret)
+				goto out;
+			if (ub <= lb) {
+				lb = ub;
+				res->status = MD_EXACT_OPTIMAL;
+				res->proven = 1;
+				res->stopped = MD_EXACT_STOP_NONE;
+			} else if (opts->cancel && *opts->cancel) {
+				res->stopped = MD_EXACT_STOP_CANCEL;
+			} else if (opts->time_limit > 0) {
+				res->stopped = MD_EXACT_STOP_TIME;
+			}
+		}
 		goto done;
 	}
 	if (ret)
@@ -1563,8 +1660,18 @@ static int exact_solve(const struct md_problem *p,
 	 * plan found lowers the best peak, a proof raises the bound.
 	 */
 	budget = 8 * (uint64_t)e.n + 4096;
+	add_step(res, elapsed(&e), ub, 0);
+	/*
+	 * Large problems: search rounds and improvement slices take turns,
+	 * each round cut off when its slice of time is spent (a search of
+	 * thousands of buffers may not settle a round in the whole limit).
+	 */
+	large = p->n > MD_EXACT_IMPROVE_MIN;
+	slice = 0.1;
+	deadline = e.deadline;
 	while (lb < ub) {
 		uint64_t caps[2] = { ub - 1, lb + (ub - lb) / 2 };
+		double round_start = elapsed(&e);
 		int k, settled = 0;
 
 		for (k = 0; k < 2 && !settled; k++) {
@@ -1572,10 +1679,26 @@ static int exact_solve(const struct md_problem *p,
 				break;
 			e.best_peak = ub;
 			e.proven_lb = lb;
+			if (large) {
+				/* the round ends when its slice does */
+				double end = elapsed(&e) + slice;
+
+				e.deadline = opts->time_limit > 0 &&
+					     opts->time_limit < end ?
+					     opts->time_limit : end;
+			}
 			r = ex_solve(&e, caps[k], lb, budget);
 			if (e.nomem) {
 				ret = -ENOMEM;
 				goto out;
+			}
+			if (r == -1 && large && e.why == MD_EXACT_STOP_TIME &&
+			    !(opts->time_limit > 0 &&
+			      elapsed(&e) >= opts->time_limit)) {
+				/* only the slice ran out: go on */
+				e.stop = 0;
+				e.why = MD_EXACT_STOP_NONE;
+				r = -2;
 			}
 			if (r == -1)
 				goto limit;
@@ -1583,16 +1706,44 @@ static int exact_solve(const struct md_problem *p,
 				export(&e, p, best);
 				res->heuristic = 0;
 				ub = md_plan_peak(p, best);
+				add_step(res, elapsed(&e), ub,
+					 res->improve_iters);
 				settled = 1;
 			} else if (!r) {
 				lb = caps[k] + 1;
 				settled = 1;
 			}
 		}
-		if (!settled)
-			budget *= 2;
+		if (settled)
+			continue;
+		budget *= 2;
+		/*
+		 * A large problem the search cannot settle: as long again
+		 * for the improvement phase, which may lower the best peak;
+		 * the slices grow as the rounds do.
+		 */
+		if (large) {
+			double took = elapsed(&e) - round_start;
+
+			slice = took > slice ? took : slice;
+			ret = improve_slice(&e, p, opts, res, best, &ub, lb,
+					    slice);
+			if (ret)
+				goto out;
+			slice *= 1.5;
+			if (opts->time_limit > 0 &&
+			    elapsed(&e) >= opts->time_limit) {
+				e.why = MD_EXACT_STOP_TIME;
+				goto limit;
+			}
+			if (opts->cancel && *opts->cancel) {
+				e.why = MD_EXACT_STOP_CANCEL;
+				goto limit;
+			}
+		}
 	}
 limit:
+	e.deadline = deadline;
 	if (lb >= ub) {
 		lb = ub;
 		res->status = MD_EXACT_OPTIMAL;

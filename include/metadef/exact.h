@@ -96,6 +96,26 @@ struct md_exact_opts {
 	unsigned int disable;
 	/* Stop after about this many search nodes (0: no limit). */
 	uint64_t max_nodes;
+	/*
+	 * Minimize mode on problems of more than MD_EXACT_IMPROVE_MIN
+	 * buffers (or too big to search): the improvement phase,
+	 * md_plan_improve(), runs between search rounds, each slice as long
+	 * as the round before it (or for @improve_iters steps when set, so
+	 * that with @max_nodes and no time limit the result is reproducible),
+	 * seeded with @seed (0: a fixed default).
+	 */
+	uint64_t seed;
+	uint64_t improve_iters;
+};
+
+/* Minimize mode improves plans of more buffers than this by local search. */
+#define MD_EXACT_IMPROVE_MIN	1000
+
+/* One improvement of the best plan: when, what peak, after how many steps. */
+struct md_exact_step {
+	double seconds;		/* since the call started */
+	uint64_t peak;
+	uint64_t iteration;	/* improvement steps tried before it */
 };
 
 struct md_exact_result {
@@ -114,6 +134,13 @@ struct md_exact_result {
 	int stopped;		/* enum md_exact_stop: why, when not proven */
 	uint64_t nodes;		/* search nodes visited */
 	double seconds;
+	/*
+	 * Minimize mode: every lowering of the best peak, the heuristic's
+	 * first (malloc()ed; NULL when the heuristic was the answer).
+	 */
+	struct md_exact_step *steps;
+	size_t nsteps;
+	uint64_t improve_iters;	/* improvement steps run */
 };
 
 /*
@@ -144,6 +171,50 @@ const char *md_exact_stop_name(int stopped);
  */
 const char *md_exact_prune_name(unsigned int bit);
 int md_exact_prune_parse(const char *list, unsigned int *bits);
+
+/* ------------------------------------------------------------ improvement */
+
+
+struct md_improve_opts {
+	double time_limit;	/* seconds; <= 0: none */
+	/*
+	 * Steps to try (0: no count). With neither a count nor a time limit
+	 * it stops after a few thousand steps in a row that changed nothing.
+	 */
+	uint64_t max_iters;
+	uint64_t seed;		/* 0: a fixed default */
+	uint64_t lower_bound;	/* stop when the peak reaches it (0: the
+				 * most bytes alive at once) */
+	volatile sig_atomic_t *cancel;
+};
+
+struct md_improve_result {
+	uint64_t start_peak;	/* the peak of the plan passed in */
+	uint64_t peak;		/* the peak now: never above start_peak */
+	int optimal;		/* peak == the lower bound */
+	uint64_t iterations;	/* steps tried */
+	uint64_t accepted;	/* steps that changed the plan */
+	double seconds;
+	/* Every lowering of the peak, the start first (malloc()ed). */
+	struct md_exact_step *steps;
+	size_t nsteps;
+};
+
+/*
+ * md_plan_improve() - lower the peak of the valid plan @offsets of @p by a
+ * large-neighbourhood search (lib/improve.c): each step takes the buffers
+ * around one that ends at the peak out of the plan and places them again
+ * below it. @offsets changes only to another valid plan whose peak is not
+ * higher. The same @opts (seed and max_iters, no time limit) give the same
+ * plan. Release @r with md_improve_result_free().
+ * Return: 0, -EINVAL (bad problem or @offsets not a valid plan), -EFAULT
+ * (the search made an invalid plan: a bug; @offsets unchanged), -ENOMEM.
+ */
+int md_plan_improve(const struct md_problem *p, uint64_t *offsets,
+		    const struct md_improve_opts *opts,
+		    struct md_improve_result *r);
+
+void md_improve_result_free(struct md_improve_result *r);
 
 #ifdef __cplusplus
 }

@@ -21,7 +21,7 @@
 static struct {
 	int exact, minimize, have_cap, ran, fits;
 	unsigned int disable;
-	uint64_t capacity;
+	uint64_t capacity, seed;
 	double time_limit;
 	struct md_exact_result res;
 } ex = { .time_limit = 5 };
@@ -64,6 +64,15 @@ int plan_exact_option(const char *prog, int c, const char *arg)
 		if (errno || *end || end == arg || isspace((unsigned char)*arg) ||
 		    !(ex.time_limit > 0) || !(ex.time_limit <= 1e7)) {
 			fprintf(stderr, "%s: --time-limit: seconds, a number > 0 and at most 1e7, not '%s'\n",
+				prog, arg);
+			return -1;
+		}
+		return 1;
+	case OPT_SEED:
+		errno = 0;
+		ex.seed = strtoull(arg, &end, 0);
+		if (errno || *end || end == arg || !isdigit((unsigned char)*arg)) {
+			fprintf(stderr, "%s: --seed: a number from 0 to 2^64 - 1, not '%s'\n",
 				prog, arg);
 			return -1;
 		}
@@ -114,11 +123,13 @@ static void progress(const struct md_exact_progress *pr, void *arg)
 	char a[32], b[32];
 
 	(void)arg;
-	fprintf(stderr, "\r\033[K  exact: %.1f s, best peak %s, lower bound %s, %.0f nodes/s",
+	fprintf(stderr, "\r\033[K  exact: %.1f s, best peak %s, lower bound %s, gap %.3f%%, %.0f nodes/s",
 		pr->seconds,
 		pr->best_peak == UINT64_MAX ? "-" :
 		md_format_size(pr->best_peak, a, sizeof(a)),
 		md_format_size(pr->lower_bound, b, sizeof(b)),
+		pr->best_peak == UINT64_MAX || !pr->lower_bound ? 0.0 :
+		100.0 * ((double)pr->best_peak / (double)pr->lower_bound - 1),
 		pr->nodes_per_sec);
 }
 
@@ -133,6 +144,7 @@ int plan_exact_run(const char *prog, const char *path,
 	o.minimize = ex.minimize;
 	o.time_limit = ex.time_limit;
 	o.disable = ex.disable;
+	o.seed = ex.seed;
 	o.cancel = &interrupted;
 	if (tty)
 		o.progress = progress;
@@ -156,6 +168,14 @@ int plan_exact_run(const char *prog, const char *path,
 	free(ex.res.offsets);
 	ex.res.offsets = NULL;
 	return 0;
+}
+
+/* How far above the proven bound the plan is, in percent. */
+static double gap_pct(const struct md_exact_result *r)
+{
+	if (!r->lower_bound || r->peak <= r->lower_bound)
+		return 0;
+	return 100.0 * ((double)r->peak / (double)r->lower_bound - 1);
 }
 
 /* Why the search ended without a proof, for the report. */
@@ -189,14 +209,18 @@ void plan_exact_print(FILE *f)
 			"not proven optimal, stopped: ",
 			r->status == MD_EXACT_OPTIMAL ? "" : stop_reason(r),
 			md_format_size(r->lower_bound, b, sizeof(b)));
-	fprintf(f, "  exact search        %.3f s, %" PRIu64 " nodes, lower bound %" PRIu64 "%s\n",
-		r->seconds, r->nodes, r->lower_bound,
+	fprintf(f, "  exact search        %.3f s, %" PRIu64 " nodes, lower bound %" PRIu64 ", gap %.3f%%%s\n",
+		r->seconds, r->nodes, r->lower_bound, gap_pct(r),
 		r->heuristic ? ", plan from the heuristics" : "");
+	if (r->improve_iters)
+		fprintf(f, "  improvement         %" PRIu64 " steps, %zu lowerings of the peak\n",
+			r->improve_iters, r->nsteps ? r->nsteps - 1 : 0);
 }
 
 void plan_exact_json(FILE *f)
 {
 	const struct md_exact_result *r = &ex.res;
+	size_t i;
 
 	if (!ex.ran)
 		return;
@@ -206,14 +230,26 @@ void plan_exact_json(FILE *f)
 		fprintf(f, "\"capacity\": %" PRIu64 ", ", ex.capacity);
 	fprintf(f, "\"status\": \"%s\", \"proven\": %s, \"stopped\": \"%s\", "
 		"\"peak\": %" PRIu64 ", \"lower_bound\": %" PRIu64 ", "
+		"\"gap_pct\": %.4f, "
 		"\"nodes\": %" PRIu64 ", \"seconds\": %.3f, "
-		"\"plan_from_heuristics\": %s}",
+		"\"plan_from_heuristics\": %s, "
+		"\"improve_steps\": %" PRIu64 ", \"trajectory\": [",
 		md_exact_status_name(r->status), r->proven ? "true" : "false",
 		r->proven ? "none" : stop_reason(r), r->peak, r->lower_bound,
-		r->nodes, r->seconds, r->heuristic ? "true" : "false");
+		gap_pct(r), r->nodes, r->seconds,
+		r->heuristic ? "true" : "false", r->improve_iters);
+	for (i = 0; i < r->nsteps; i++)
+		fprintf(f, "%s{\"seconds\": %.3f, \"peak\": %" PRIu64 "}",
+			i ? ", " : "", r->steps[i].seconds, r->steps[i].peak);
+	fprintf(f, "]}");
 }
 
 int plan_exact_status(void)
 {
 	return ex.ran && !ex.fits;
+}
+
+void plan_exact_free(void)
+{
+	md_exact_result_free(&ex.res);
 }

@@ -14,6 +14,7 @@ enum {
 	OPT_CAPACITY,
 	OPT_TIME_LIMIT,
 	OPT_DISABLE,
+	OPT_SEED,
 };
 
 #define PLAN_EXACT_LONGOPTS \
@@ -21,7 +22,8 @@ enum {
 	{ "minimize", no_argument, NULL, OPT_MINIMIZE }, \
 	{ "capacity", required_argument, NULL, OPT_CAPACITY }, \
 	{ "time-limit", required_argument, NULL, OPT_TIME_LIMIT }, \
-	{ "disable", required_argument, NULL, OPT_DISABLE }
+	{ "disable", required_argument, NULL, OPT_DISABLE }, \
+	{ "seed", required_argument, NULL, OPT_SEED }
 
 #define PLAN_EXACT_USAGE \
 	"  --exact                  exact mode: a plan within --capacity, or a\n" \
@@ -34,7 +36,9 @@ enum {
 	"  --disable LIST           turn prunings of the exact search off (to\n" \
 	"                           measure them; answers stay exact): any of\n" \
 	"                           sections,stacking,dominance,decompose,memo,\n" \
-	"                           symmetry,hatless,lb-pair,restarts, or all\n"
+	"                           symmetry,hatless,lb-pair,restarts, or all\n" \
+	"  --seed N                 seed of --minimize's improvement phase on\n" \
+	"                           large problems (default fixed)\n"
 
 /* Return: 1 when c was one of ours, 0 if not, -1 on a bad argument. */
 int plan_exact_option(const char *prog, int c, const char *arg);
@@ -51,6 +55,8 @@ int plan_exact_run(const char *prog, const char *path,
 void plan_exact_print(FILE *f);
 /* The exact planner's fields in a --json report (", \"exact\": {...}"). */
 void plan_exact_json(FILE *f);
+/* Release what the exact planner's run kept for the report. */
+void plan_exact_free(void);
 /* Exit status: 1 when exact mode found no plan within the capacity. */
 int plan_exact_status(void);
 

@@ -889,5 +889,6 @@ int main(int argc, char **argv)
 	for (i = 0; i < n; i++)
 		unload(&models[i]);
 	free(models);
+	plan_exact_free();
 	return finish(rc);
 }

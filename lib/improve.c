@@ -1,0 +1,565 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * libmetadef: an anytime improvement of a plan (large-neighbourhood search).
+ *
+ * A plan's peak is set by the buffers whose block ends at it. Each step
+ * takes one of them, c, and a neighbourhood around it: a time window
+ * around c's lifetime and an offset band [band, peak) at the top of the
+ * plan. The buffers alive in the window whose block lies in the band are
+ * taken out (at most a few hundred: the window narrows, or the band rises,
+ * until they are few enough); everything else stays where it is. They are
+ * placed again below a target T = peak - 1, the buffers that stayed being
+ * obstacles clipped to the band [band, T) since nothing may go above T:
+ * by md_exact_solve() in exact mode (its heuristics, then a short search)
+ * when the sub-problem is small, by one heuristic strategy drawn at random
+ * when it is not. When they fit, c and every other buffer taken out that
+ * touched the peak are below it now: the count of buffers at the peak
+ * falls, and when it reaches zero so does the peak. A failed step changes
+ * nothing; a sub-problem whose own lower bound is above its capacity is
+ * not even tried. The number taken out grows while steps keep failing and
+ * shrinks after a success.
+ *
+ * Every step is local (the sub-problem holds a few hundred buffers at
+ * most), so a step costs about the same on 10^3 buffers as on 10^6, and
+ * the search can run for as long as it is given. The seed and the number
+ * of steps fix the result: the same seed and step count give the same
+ * plan.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <metadef/exact.h>
+#include <metadef/plan.h>
+
+#include "internal.h"
+#include "itree.h"
+#include "random.h"
+
+/* Buffers taken out per step: the window grows from MIN towards MAX. */
+#define LNS_FREE_MIN	24
+#define LNS_FREE_MAX	320
+/*
+ * Buffers in one sub-problem, obstacles included: up to LNS_SUB_EXACT the
+ * exact solver (its heuristics, then LNS_NODES search nodes), up to
+ * LNS_SUB_MAX one heuristic strategy picked at random, beyond that none.
+ */
+#define LNS_SUB_EXACT	400
+#define LNS_SUB_MAX	20000
+#define LNS_NODES	1000
+/* Without a time limit or a step count, stop after this many failures. */
+#define LNS_STALL	4000
+/* Most steps kept in the trajectory. */
+#define LNS_TRAJ_MAX	4096
+
+struct lns {
+	const struct md_problem *p;
+	uint64_t *off;		/* the plan, improved in place */
+	struct md_itree lifetimes;
+	uint64_t peak, at_peak;	/* max(off + size), how many reach it */
+	uint64_t lb;		/* stop there: proven optimal */
+	uint64_t align;		/* lcm of all alignments (0: unbounded) */
+	uint64_t rng;
+	size_t nfree;		/* buffers taken out now, target */
+	/* scratch */
+	uint32_t *near, *freed, *crit;
+	size_t near_cap, freed_cap;
+	uint8_t *is_freed;
+	struct md_problem sub;
+	const struct md_improve_opts *o;
+	struct md_improve_result *r;
+	struct timespec t0;
+};
+
+static double seconds_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) +
+	       (double)(t.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+static uint64_t top(const struct lns *s, uint32_t x)
+{
+	return s->off[x] + s->p->bufs[x].size;
+}
+
+static uint64_t gcd64(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* lcm of every alignment, 0 when it would pass 2^48 (no band then). */
+static uint64_t all_alignments(const struct md_problem *p)
+{
+	uint64_t l = 1;
+	size_t i;
+
+	for (i = 0; i < p->n; i++) {
+		uint64_t a = p->bufs[i].align ? p->bufs[i].align : 1;
+		uint64_t g = gcd64(l, a);
+
+		if (a / g > (1ULL << 48) / l)
+			return 0;
+		l = l / g * a;
+	}
+	return l;
+}
+
+static void find_peak(struct lns *s)
+{
+	size_t i;
+
+	s->peak = 0;
+	s->at_peak = 0;
+	for (i = 0; i < s->p->n; i++) {
+		uint64_t t;
+
+		if (!s->p->bufs[i].size)
+			continue;
+		t = top(s, i);
+		if (t > s->peak) {
+			s->peak = t;
+			s->at_peak = 0;
+		}
+		if (t == s->peak)
+			s->at_peak++;
+	}
+}
+
+static int grow32(uint32_t **a, size_t *cap, size_t need)
+{
+	uint32_t *t;
+	size_t c = *cap ? *cap : 256;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		c *= 2;
+	t = realloc(*a, c * sizeof(**a));
+	if (!t)
+		return -ENOMEM;
+	*a = t;
+	*cap = c;
+	return 0;
+}
+
+static int by_offset_desc(const void *a, const void *b, void *arg)
+{
+	const struct lns *s = arg;
+	uint64_t x = s->off[*(const uint32_t *)a];
+	uint64_t y = s->off[*(const uint32_t *)b];
+
+	if (x != y)
+		return x < y ? 1 : -1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+static void note(struct lns *s)
+{
+	struct md_improve_result *r = s->r;
+	struct md_exact_step *t;
+
+	if (r->nsteps == LNS_TRAJ_MAX)
+		return;
+	t = realloc(r->steps, (r->nsteps + 1) * sizeof(*t));
+	if (!t)
+		return;		/* the trajectory is a report, not a result */
+	r->steps = t;
+	t[r->nsteps].seconds = seconds_since(&s->t0);
+	t[r->nsteps].peak = s->peak;
+	t[r->nsteps].iteration = r->iterations;
+	r->nsteps++;
+}
+
+/* The ids of every lifetime overlapping [lo, hi) into s->near. */
+static int collect(struct lns *s, uint64_t lo, uint64_t hi, size_t *n)
+{
+	size_t k = md_itree_collect(&s->lifetimes, lo, hi, s->near,
+				    s->near_cap);
+
+	if (k > s->near_cap) {
+		int ret = grow32(&s->near, &s->near_cap, k);
+
+		if (ret)
+			return ret;
+		k = md_itree_collect(&s->lifetimes, lo, hi, s->near,
+				     s->near_cap);
+	}
+	*n = k;
+	return 0;
+}
+
+/*
+ * The band's floor: walking down the stack alive at time @t from the
+ * peak, the offset below which the free space found reaches @need (0
+ * when the whole stack has less).
+ */
+static uint64_t band_floor(struct lns *s, uint64_t t, uint64_t need)
+{
+	uint64_t cur = s->peak, gap = 0;
+	size_t n, i;
+
+	if (collect(s, t, t + 1, &n))
+		return 0;
+	qsort_r(s->near, n, sizeof(*s->near), by_offset_desc, s);
+	for (i = 0; i < n; i++) {
+		uint32_t x = s->near[i];
+
+		if (!s->p->bufs[x].size)
+			continue;
+		if (top(s, x) < cur)
+			gap += cur - top(s, x);
+		if (s->off[x] < cur)
+			cur = s->off[x];
+		if (gap >= need)
+			return cur;
+	}
+	return 0;
+}
+
+static int movable(const struct lns *s, uint32_t x)
+{
+	const struct md_buffer *b = &s->p->bufs[x];
+
+	return b->size && !(b->flags & MD_BUF_FIXED);
+}
+
+/*
+ * Whether @x, alive in the window, is taken out of the plan: it can move
+ * and its block is in the band. (Taking only buffers whose whole life is
+ * in the window makes smaller sub-problems, but measured on compiler-shaped
+ * traces it finds far less: the long-lived buffers are the ones to move.)
+ */
+static int takes(const struct lns *s, uint32_t x, uint64_t band)
+{
+	return movable(s, x) && s->off[x] >= band;
+}
+
+/*
+ * One step around buffer @c. Return 1 when the plan changed, 0 when it
+ * did not, or a negative errno.
+ */
+static int step(struct lns *s, uint32_t c)
+{
+	const struct md_problem *p = s->p;
+	const struct md_buffer *cb = &p->bufs[c];
+	struct md_exact_opts eo = { 0 };
+	struct md_exact_result er;
+	uint64_t len = cb->upper - cb->lower, w0, w1, band, target, span0, span1;
+	uint64_t ext0, ext1, need, t = cb->lower;
+	size_t nnear, nfreed = 0, i, k;
+	int ret, changed = 0, tries, gap;
+
+	/*
+	 * The band: in one step of two, down to the offset where, at each
+	 * of a few moments of c's life, it holds free space for c's size
+	 * times 1/4 to 4 (room to move into), and the window is narrowed
+	 * until few enough buffers are taken; in the other, the band is
+	 * what the nfree highest buffers of the stretched window span.
+	 */
+	gap = md_xorshift64(&s->rng) & 1;
+	band = 0;
+	if (gap) {
+		need = (cb->size << (md_xorshift64(&s->rng) % 5)) / 4;
+		need = need ? need : 1;
+		band = UINT64_MAX;
+		for (k = 0; k < 6 && band; k++) {
+			uint64_t tk = k == 0 ? cb->lower :
+				      k == 1 ? cb->upper - 1 :
+				      cb->lower + md_xorshift64(&s->rng) % len;
+			uint64_t f = band_floor(s, tk, need);
+
+			band = f < band ? f : band;
+			if (k == 2)
+				t = tk;
+			if (len == 1)
+				break;
+		}
+		if (band > s->off[c])
+			band = s->off[c];
+		band = s->align ? band - band % s->align : 0;
+	}
+	target = s->peak - 1;
+
+	/*
+	 * The window: c's lifetime, stretched on both sides at random; when
+	 * that frees too many, c's lifetime, then the moment t alone.
+	 */
+	ext0 = len * (md_xorshift64(&s->rng) % 16) / 8;
+	ext1 = len * (md_xorshift64(&s->rng) % 16) / 8;
+	w0 = cb->lower > ext0 ? cb->lower - ext0 : 0;
+	w1 = cb->upper + ext1 < cb->upper ? UINT64_MAX : cb->upper + ext1;
+	for (tries = 0; tries < 3; tries++) {
+		if (tries == 1) {
+			w0 = cb->lower;
+			w1 = cb->upper;
+		} else if (tries == 2) {
+			w0 = t;
+			w1 = t + 1;
+		}
+		ret = collect(s, w0, w1, &nnear);
+		if (ret)
+			return ret;
+		for (i = k = 0; i < nnear; i++)
+			k += takes(s, s->near[i], band);
+		if (k <= s->nfree || !gap)
+			break;
+	}
+	if (k > s->nfree) {
+		size_t want = s->nfree / 2 +
+			      md_xorshift64(&s->rng) % (s->nfree / 2 + 1);
+
+		/* still too many: the highest of them, c among them */
+		qsort_r(s->near, nnear, sizeof(*s->near), by_offset_desc, s);
+		for (i = k = 0; i < nnear && k < want; i++)
+			k += takes(s, s->near[i], 0);
+		band = s->off[s->near[i - 1]];
+		if (band > s->off[c])
+			band = s->off[c];
+		band = s->align ? band - band % s->align : 0;
+	}
+	for (i = 0; i < nnear; i++) {
+		uint32_t x = s->near[i];
+
+		if (x == c || takes(s, x, band)) {
+			s->freed[nfreed++] = x;
+			s->is_freed[x] = 1;
+		}
+	}
+	/* A band that is too wide (equal offsets) is not searched. */
+	if (nfreed > 2 * LNS_FREE_MAX || !nfreed)
+		goto out;
+
+	/* The freed buffers' lifetimes: the obstacles are alive there. */
+	span0 = UINT64_MAX;
+	span1 = 0;
+	for (i = 0; i < nfreed; i++) {
+		const struct md_buffer *b = &p->bufs[s->freed[i]];
+
+		span0 = b->lower < span0 ? b->lower : span0;
+		span1 = b->upper > span1 ? b->upper : span1;
+	}
+	ret = collect(s, span0, span1, &nnear);
+	if (ret)
+		goto out_err;
+
+	s->sub.n = 0;
+	for (i = 0; i < nfreed; i++) {
+		const struct md_buffer *b = &p->bufs[s->freed[i]];
+
+		ret = md_problem_add(&s->sub, NULL, b->lower, b->upper,
+				     b->size, b->align);
+		if (ret)
+			goto out_err;
+	}
+	for (i = 0; i < nnear; i++) {
+		uint32_t y = s->near[i];
+		const struct md_buffer *b = &p->bufs[y];
+		uint64_t lo, hi;
+		struct md_buffer *f;
+
+		if (s->is_freed[y] || !b->size)
+			continue;
+		lo = s->off[y] > band ? s->off[y] : band;
+		hi = top(s, y) < target ? top(s, y) : target;
+		if (hi <= lo)
+			continue;	/* wholly outside [band, target) */
+		ret = md_problem_add(&s->sub, NULL, b->lower, b->upper,
+				     hi - lo, 1);
+		if (ret)
+			goto out_err;
+		f = &s->sub.bufs[s->sub.n - 1];
+		f->flags = MD_BUF_FIXED;
+		f->offset = lo - band;
+	}
+
+	eo.capacity = target - band;
+	if (s->sub.n > LNS_SUB_MAX)
+		goto out;	/* too crowded to search in one step */
+	if (md_problem_lower_bound(&s->sub, NULL) > eo.capacity)
+		goto out;	/* no room in the band at some moment */
+	if (s->sub.n > LNS_SUB_EXACT) {
+		struct md_plan_opts po = { 0 };
+		struct md_plan pl;
+
+		po.strategy = md_xorshift64(&s->rng) % MD_STRAT_COUNT;
+		ret = md_plan_solve(&s->sub, &po, &pl);
+		if (ret)
+			goto out_err;
+		if (pl.peak <= eo.capacity) {
+			for (i = 0; i < nfreed; i++)
+				s->off[s->freed[i]] = band + pl.offsets[i];
+			changed = 1;
+		}
+		md_plan_free(&pl);
+		goto out;
+	}
+	eo.max_nodes = LNS_NODES;
+	eo.cancel = s->o->cancel;
+	ret = md_exact_solve(&s->sub, &eo, &er);
+	if (ret)
+		goto out_err;
+	if (er.status == MD_EXACT_FEASIBLE && er.peak <= eo.capacity) {
+		for (i = 0; i < nfreed; i++)
+			s->off[s->freed[i]] = band + er.offsets[i];
+		changed = 1;
+	}
+	md_exact_result_free(&er);
+out:
+	for (i = 0; i < nfreed; i++)
+		s->is_freed[s->freed[i]] = 0;
+	return changed;
+out_err:
+	for (i = 0; i < nfreed; i++)
+		s->is_freed[s->freed[i]] = 0;
+	return ret;
+}
+
+static int stop_now(struct lns *s, uint64_t fails)
+{
+	const struct md_improve_opts *o = s->o;
+
+	if (s->peak <= s->lb)
+		return 1;
+	if (o->cancel && *o->cancel)
+		return 1;
+	if (o->max_iters && s->r->iterations >= o->max_iters)
+		return 1;
+	if (o->time_limit > 0 && seconds_since(&s->t0) >= o->time_limit)
+		return 1;
+	if (!o->max_iters && o->time_limit <= 0 && fails >= LNS_STALL)
+		return 1;
+	return 0;
+}
+
+MD_API int md_plan_improve(const struct md_problem *p, uint64_t *offsets,
+			   const struct md_improve_opts *o,
+			   struct md_improve_result *r)
+{
+	struct md_improve_opts def = { 0 };
+	struct lns s;
+	uint64_t fails = 0;
+	size_t i;
+	int ret;
+
+	if (!p || !offsets || !r)
+		return -EINVAL;
+	memset(r, 0, sizeof(*r));
+	if (!o)
+		o = &def;
+	ret = md_plan_validate(p, offsets, NULL);
+	if (ret)
+		return ret == -ENOMEM ? ret : -EINVAL;
+
+	memset(&s, 0, sizeof(s));
+	clock_gettime(CLOCK_MONOTONIC, &s.t0);
+	s.p = p;
+	/* Work on a copy: the caller's plan changes only to a valid one. */
+	s.off = malloc((p->n ? p->n : 1) * sizeof(*s.off));
+	if (!s.off)
+		return -ENOMEM;
+	memcpy(s.off, offsets, p->n * sizeof(*s.off));
+	s.o = o;
+	s.r = r;
+	s.rng = o->seed ? o->seed : 0x9e3779b97f4a7c15ULL;
+	s.lb = o->lower_bound ? o->lower_bound : md_problem_lower_bound(p, NULL);
+	s.align = all_alignments(p);
+	s.nfree = LNS_FREE_MIN;
+	md_problem_init(&s.sub);
+	find_peak(&s);
+	r->start_peak = s.peak;
+	r->peak = s.peak;
+	if (p->n < 2 || s.peak <= s.lb)
+		goto done;
+
+	ret = md_itree_init(&s.lifetimes, p->n);
+	if (ret)
+		goto out;
+	s.freed = malloc(p->n * sizeof(*s.freed));
+	s.crit = malloc(p->n * sizeof(*s.crit));
+	s.is_freed = calloc(p->n, 1);
+	ret = -ENOMEM;
+	if (!s.freed || !s.crit || !s.is_freed ||
+	    grow32(&s.near, &s.near_cap, 1024))
+		goto out;
+	for (i = 0; i < p->n; i++) {
+		ret = md_itree_insert(&s.lifetimes, i, p->bufs[i].lower,
+				      p->bufs[i].upper);
+		if (ret)
+			goto out;
+	}
+
+	note(&s);
+	while (!stop_now(&s, fails)) {
+		size_t ncrit = 0, pick;
+		uint64_t before = s.peak;
+
+		for (i = 0; i < p->n; i++)
+			if (p->bufs[i].size && top(&s, i) == s.peak &&
+			    !(p->bufs[i].flags & MD_BUF_FIXED))
+				s.crit[ncrit++] = i;
+		if (!ncrit)
+			break;	/* fixed buffers hold the peak */
+		pick = md_xorshift64(&s.rng) % ncrit;
+		r->iterations++;
+		ret = step(&s, s.crit[pick]);
+		if (ret < 0)
+			goto out;
+		if (ret) {
+			r->accepted++;
+			find_peak(&s);
+			if (s.peak < before)
+				note(&s);
+			fails = 0;
+			if (s.nfree > LNS_FREE_MIN)
+				s.nfree = s.nfree * 3 / 4;
+		} else {
+			fails++;
+			if (!(fails % 16) && s.nfree < LNS_FREE_MAX)
+				s.nfree = s.nfree * 3 / 2;
+		}
+	}
+done:
+	ret = md_plan_validate(p, s.off, NULL);
+	if (ret) {
+		ret = ret == -ENOMEM ? ret : -EFAULT;
+		goto out;
+	}
+	memcpy(offsets, s.off, p->n * sizeof(*s.off));
+	r->peak = s.peak;
+	r->optimal = s.peak <= s.lb;
+	r->seconds = seconds_since(&s.t0);
+out:
+	free(s.off);
+	md_itree_free(&s.lifetimes);
+	md_problem_free(&s.sub);
+	free(s.near);
+	free(s.freed);
+	free(s.crit);
+	free(s.is_freed);
+	if (ret) {
+		free(r->steps);
+		r->steps = NULL;
+		r->nsteps = 0;
+	}
+	return ret;
+}
+
+MD_API void md_improve_result_free(struct md_improve_result *r)
+{
+	if (!r)
+		return;
+	free(r->steps);
+	r->steps = NULL;
+	r->nsteps = 0;
+}

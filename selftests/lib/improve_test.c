@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Host unit tests: the improvement phase (md_plan_improve(), lib/improve.c)
+ * and minimize mode using it on large problems. On schedule-shaped random
+ * problems (short-lived activations, long-lived residuals, scratch beside
+ * each operator, mixed alignments, some fixed buffers): it never returns a
+ * worse or an invalid plan, never moves a fixed buffer, lowers the peak
+ * where the heuristics left room, gives the same plan for the same seed,
+ * refuses a plan that is not valid without touching it, and honours its
+ * time limit and the cancel flag; minimize mode searches until its limit
+ * and reports every lowering of the peak.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <metadef/exact.h>
+
+#include "test_util.h"
+#include "kselftest_harness.h"
+
+/*
+ * A schedule of @n buffers: one tensor per operator, alive one to three
+ * steps, one in eight alive long (a residual, a skip), sizes over five
+ * decades; @fixed_pct percent are fixed at the offset the heuristic gave
+ * them (set by the caller from a plan), alignments 1, 64 or 512.
+ */
+static void schedule(struct md_problem *p, size_t n, uint64_t seed)
+{
+	uint64_t rng = seed * 0x9e3779b97f4a7c15ULL + 1, t = 0;
+	size_t i;
+
+	md_problem_init(p);
+	for (i = 0; i < n; i++) {
+		uint64_t r = md_xorshift64(&rng), len, size, align;
+
+		len = r % 8 ? 1 + r % 3 : 20 + (r >> 8) % 300;
+		size = 64ULL << ((r >> 20) % 17);
+		size += (r >> 40) % size;
+		align = (r >> 50) % 3 == 0 ? 1 : (r >> 50) % 3 == 1 ? 64 : 512;
+		md_problem_add(p, NULL, t, t + len, size, align);
+		if ((r >> 60) % 3)
+			t++;
+	}
+}
+
+static uint64_t *heuristic(const struct md_problem *p, uint64_t *peak)
+{
+	struct md_plan pl;
+	uint64_t *off;
+
+	if (md_plan_solve(p, NULL, &pl))
+		return NULL;
+	off = pl.offsets;
+	*peak = pl.peak;
+	pl.offsets = NULL;
+	md_plan_free(&pl);
+	return off;
+}
+
+TEST(never_worse_always_valid_fixed_stay)
+{
+	size_t k, improved = 0, room = 0;
+
+	for (k = 0; k < 24; k++) {
+		struct md_improve_opts o = { .max_iters = 150, .seed = k + 1 };
+		struct md_improve_result r;
+		struct md_problem p;
+		uint64_t start, *off, *before, lb;
+		size_t i, n = 100 + k * 40;
+
+		schedule(&p, n, k + 100);
+		off = heuristic(&p, &start);
+		ASSERT_NE(NULL, off);
+		/* every seventh buffer fixed where the heuristic put it */
+		for (i = 0; i < n; i += 7) {
+			p.bufs[i].flags = MD_BUF_FIXED;
+			p.bufs[i].offset = off[i];
+		}
+		before = malloc(n * sizeof(*before));
+		ASSERT_NE(NULL, before);
+		memcpy(before, off, n * sizeof(*off));
+		lb = md_problem_lower_bound(&p, NULL);
+
+		ASSERT_EQ(0, md_plan_improve(&p, off, &o, &r));
+		EXPECT_EQ(start, r.start_peak);
+		EXPECT_LE(r.peak, start);
+		EXPECT_GE(r.peak, lb);
+		EXPECT_EQ(r.peak, md_plan_peak(&p, off));
+		EXPECT_EQ(0, md_plan_validate(&p, off, NULL));
+		EXPECT_EQ(r.optimal, r.peak == lb);
+		for (i = 0; i < n; i += 7)
+			EXPECT_EQ(before[i], off[i]);
+		/* the trajectory starts at the start and only goes down */
+		ASSERT_GE(r.nsteps, 1);
+		EXPECT_EQ(start, r.steps[0].peak);
+		for (i = 1; i < r.nsteps; i++)
+			EXPECT_LT(r.steps[i].peak, r.steps[i - 1].peak);
+		EXPECT_EQ(r.peak, r.steps[r.nsteps - 1].peak);
+		if (start > lb)
+			room++;
+		if (r.peak < start)
+			improved++;
+		md_improve_result_free(&r);
+		free(before);
+		free(off);
+		md_problem_free(&p);
+	}
+	/* the heuristics leave room on most of these; it must find some */
+	TH_LOG("%zu of %zu problems with room improved", improved, room);
+	ASSERT_GT(room, 8);
+	EXPECT_GE(improved * 3, room);
+}
+
+TEST(same_seed_same_plan)
+{
+	struct md_improve_opts o = { .max_iters = 300, .seed = 42 };
+	struct md_improve_result r1, r2;
+	struct md_problem p;
+	uint64_t peak, *a, *b;
+
+	schedule(&p, 2000, 7);
+	a = heuristic(&p, &peak);
+	b = heuristic(&p, &peak);
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	ASSERT_EQ(0, md_plan_improve(&p, a, &o, &r1));
+	ASSERT_EQ(0, md_plan_improve(&p, b, &o, &r2));
+	EXPECT_EQ(r1.peak, r2.peak);
+	EXPECT_EQ(r1.iterations, r2.iterations);
+	EXPECT_EQ(0, memcmp(a, b, p.n * sizeof(*a)));
+	md_improve_result_free(&r1);
+	md_improve_result_free(&r2);
+	free(a);
+	free(b);
+	md_problem_free(&p);
+}
+
+TEST(bad_plans_are_refused_untouched)
+{
+	struct md_improve_result r;
+	struct md_problem p;
+	uint64_t peak, *off, *copy;
+
+	schedule(&p, 300, 3);
+	off = heuristic(&p, &peak);
+	ASSERT_NE(NULL, off);
+	EXPECT_EQ(-EINVAL, md_plan_improve(NULL, off, NULL, &r));
+	EXPECT_EQ(-EINVAL, md_plan_improve(&p, NULL, NULL, &r));
+	EXPECT_EQ(-EINVAL, md_plan_improve(&p, off, NULL, NULL));
+	/* two buffers alive together at one offset: not a plan */
+	off[1] = off[0];
+	p.bufs[1].lower = p.bufs[0].lower;
+	p.bufs[1].upper = p.bufs[0].upper;
+	p.bufs[1].align = 1;
+	copy = malloc(p.n * sizeof(*copy));
+	ASSERT_NE(NULL, copy);
+	memcpy(copy, off, p.n * sizeof(*off));
+	EXPECT_EQ(-EINVAL, md_plan_improve(&p, off, NULL, &r));
+	EXPECT_EQ(0, memcmp(copy, off, p.n * sizeof(*off)));
+	free(copy);
+	free(off);
+	md_problem_free(&p);
+}
+
+TEST(time_limit_is_honoured)
+{
+	struct md_improve_opts o = { .time_limit = 1.0, .seed = 5 };
+	struct md_improve_result r;
+	struct md_problem p;
+	uint64_t peak, *off;
+
+	schedule(&p, 20000, 11);
+	off = heuristic(&p, &peak);
+	ASSERT_NE(NULL, off);
+	ASSERT_EQ(0, md_plan_improve(&p, off, &o, &r));
+	TH_LOG("%.3f s, %lu steps, peak %lu -> %lu (bound %lu)", r.seconds,
+	       (unsigned long)r.iterations, (unsigned long)r.start_peak,
+	       (unsigned long)r.peak,
+	       (unsigned long)md_problem_lower_bound(&p, NULL));
+	if (!r.optimal)
+		EXPECT_GE(r.seconds, 1.0);
+	EXPECT_LT(r.seconds, 2.0);
+	EXPECT_EQ(0, md_plan_validate(&p, off, NULL));
+	md_improve_result_free(&r);
+	free(off);
+	md_problem_free(&p);
+}
+
+TEST(cancel_stops_it)
+{
+	volatile sig_atomic_t cancel = 1;
+	struct md_improve_opts o = { .cancel = &cancel };
+	struct md_improve_result r;
+	struct md_problem p;
+	uint64_t peak, *off;
+
+	schedule(&p, 5000, 13);
+	off = heuristic(&p, &peak);
+	ASSERT_NE(NULL, off);
+	ASSERT_EQ(0, md_plan_improve(&p, off, &o, &r));
+	EXPECT_EQ(0, r.iterations);
+	EXPECT_EQ(peak, r.peak);
+	md_improve_result_free(&r);
+	free(off);
+	md_problem_free(&p);
+}
+
+/*
+ * Minimize mode on more than MD_EXACT_IMPROVE_MIN buffers: it runs to its
+ * time limit (or a proof), improvement steps ran, the trajectory goes down
+ * to the plan it returns.
+ */
+TEST(minimize_searches_until_its_limit)
+{
+	struct md_exact_opts o = { .minimize = 1, .time_limit = 2.0 };
+	struct md_exact_result r;
+	struct md_problem p;
+	uint64_t heur;
+	uint64_t *off;
+	size_t i;
+
+	schedule(&p, 6000, 17);
+	off = heuristic(&p, &heur);
+	ASSERT_NE(NULL, off);
+	free(off);
+	ASSERT_EQ(0, md_exact_solve(&p, &o, &r));
+	TH_LOG("%s after %.3f s, %lu improvement steps, peak %lu -> %lu, bound %lu",
+	       md_exact_status_name(r.status), r.seconds,
+	       (unsigned long)r.improve_iters, (unsigned long)heur,
+	       (unsigned long)r.peak, (unsigned long)r.lower_bound);
+	EXPECT_EQ(0, md_plan_validate(&p, r.offsets, NULL));
+	EXPECT_LE(r.peak, heur);
+	if (r.status == MD_EXACT_OPTIMAL) {
+		EXPECT_EQ(r.peak, r.lower_bound);
+	} else {
+		EXPECT_EQ(MD_EXACT_LIMIT, r.status);
+		EXPECT_EQ(MD_EXACT_STOP_TIME, r.stopped);
+		EXPECT_GE(r.seconds, 2.0);
+		EXPECT_GT(r.improve_iters, 0);
+	}
+	EXPECT_LT(r.seconds, 3.0);
+	ASSERT_GE(r.nsteps, 1);
+	EXPECT_EQ(heur, r.steps[0].peak);
+	for (i = 1; i < r.nsteps; i++) {
+		EXPECT_LT(r.steps[i].peak, r.steps[i - 1].peak);
+		EXPECT_GE(r.steps[i].seconds, r.steps[i - 1].seconds);
+	}
+	EXPECT_EQ(r.peak, r.steps[r.nsteps - 1].peak);
+	md_exact_result_free(&r);
+	md_problem_free(&p);
+}
+
+TEST_HARNESS_MAIN
