@@ -165,11 +165,13 @@ $(B)/selftests/lib/%: selftests/lib/%.c $(KSFT_HDR) $(LIB_A)
 
 # The library's threaded parts under ThreadSanitizer: the whole library and
 # the tests that race it, instrumented (the reuse protocol, the pools'
-# threads, the dynamic pool, arenas, devices); tools/check runs them with
+# threads, the dynamic pool, arenas, devices, the improvement phase's
+# chains); tools/check runs them with
 # the host tests and a report fails them. TSan does not model
 # atomic_thread_fence(): the snapshots' seqlock reads (pool_internal.h) are
 # relaxed atomics, so it sees no race there, and checks their ordering less.
-TSAN_TESTS	:= reuse_test pool_thread_test dynpool_test arena_test device_test
+TSAN_TESTS	:= reuse_test pool_thread_test dynpool_test arena_test device_test \
+		   improve_test
 TSAN_BINS	:= $(TSAN_TESTS:%=$(B)/selftests/lib-tsan/%)
 TSAN_A		:= $(B)/lib-tsan/libmetadef.a
 TSAN_CFLAGS	:= -fsanitize=thread -Wno-tsan

@@ -26,10 +26,12 @@
  * plan.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <metadef/exact.h>
 #include <metadef/plan.h>
@@ -51,13 +53,17 @@
 #define LNS_NODES	1000
 /* Without a time limit or a step count, stop after this many failures. */
 #define LNS_STALL	4000
+/* Chains (threads) at most; an epoch between their exchanges. */
+#define LNS_THREADS_MAX	4
+#define LNS_EPOCH_ITERS	64
+#define LNS_EPOCH_SECONDS 0.25
 /* Most steps kept in the trajectory. */
 #define LNS_TRAJ_MAX	4096
 
 struct lns {
 	const struct md_problem *p;
 	uint64_t *off;		/* the plan, improved in place */
-	struct md_itree lifetimes;
+	const struct md_itree *lifetimes;	/* shared by the chains */
 	uint64_t peak, at_peak;	/* max(off + size), how many reach it */
 	uint64_t lb;		/* stop there: proven optimal */
 	uint64_t align;		/* lcm of all alignments (0: unbounded) */
@@ -69,8 +75,12 @@ struct lns {
 	uint8_t *is_freed;
 	struct md_problem sub;
 	const struct md_improve_opts *o;
-	struct md_improve_result *r;
 	struct timespec t0;
+	/* this chain's epoch */
+	uint64_t iters, accepted, fails;
+	uint64_t epoch_iters;	/* steps to run (0: until epoch_end) */
+	double epoch_end;	/* seconds since t0 */
+	int ret;
 };
 
 static double seconds_since(const struct timespec *t0)
@@ -164,9 +174,9 @@ static int by_offset_desc(const void *a, const void *b, void *arg)
 	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
 }
 
-static void note(struct lns *s)
+static void note(struct md_improve_result *r, const struct timespec *t0,
+		 uint64_t peak)
 {
-	struct md_improve_result *r = s->r;
 	struct md_exact_step *t;
 
 	if (r->nsteps == LNS_TRAJ_MAX)
@@ -175,8 +185,8 @@ static void note(struct lns *s)
 	if (!t)
 		return;		/* the trajectory is a report, not a result */
 	r->steps = t;
-	t[r->nsteps].seconds = seconds_since(&s->t0);
-	t[r->nsteps].peak = s->peak;
+	t[r->nsteps].seconds = seconds_since(t0);
+	t[r->nsteps].peak = peak;
 	t[r->nsteps].iteration = r->iterations;
 	r->nsteps++;
 }
@@ -184,7 +194,7 @@ static void note(struct lns *s)
 /* The ids of every lifetime overlapping [lo, hi) into s->near. */
 static int collect(struct lns *s, uint64_t lo, uint64_t hi, size_t *n)
 {
-	size_t k = md_itree_collect(&s->lifetimes, lo, hi, s->near,
+	size_t k = md_itree_collect(s->lifetimes, lo, hi, s->near,
 				    s->near_cap);
 
 	if (k > s->near_cap) {
@@ -192,7 +202,7 @@ static int collect(struct lns *s, uint64_t lo, uint64_t hi, size_t *n)
 
 		if (ret)
 			return ret;
-		k = md_itree_collect(&s->lifetimes, lo, hi, s->near,
+		k = md_itree_collect(s->lifetimes, lo, hi, s->near,
 				     s->near_cap);
 	}
 	*n = k;
@@ -425,32 +435,120 @@ out_err:
 	return ret;
 }
 
-static int stop_now(struct lns *s, uint64_t fails)
+/* The stops that end a chain's epoch early: a proof, cancel, the limit. */
+static int chain_stop(const struct lns *s)
 {
 	const struct md_improve_opts *o = s->o;
 
-	if (s->peak <= s->lb)
+	if (s->peak <= s->lb || (o->cancel && *o->cancel))
 		return 1;
-	if (o->cancel && *o->cancel)
-		return 1;
-	if (o->max_iters && s->r->iterations >= o->max_iters)
-		return 1;
-	if (o->time_limit > 0 && seconds_since(&s->t0) >= o->time_limit)
-		return 1;
-	if (!o->max_iters && o->time_limit <= 0 && fails >= LNS_STALL)
-		return 1;
+	return o->time_limit > 0 && seconds_since(&s->t0) >= o->time_limit;
+}
+
+/* One chain for one epoch: steps around buffers at its peak. */
+static void *run_chain(void *arg)
+{
+	struct lns *s = arg;
+	const struct md_problem *p = s->p;
+	uint64_t done = 0;
+	size_t i;
+
+	s->ret = 0;
+	while (!chain_stop(s)) {
+		size_t ncrit = 0;
+		int ret;
+
+		if (s->epoch_iters ? done >= s->epoch_iters :
+		    seconds_since(&s->t0) >= s->epoch_end)
+			break;
+		for (i = 0; i < p->n; i++)
+			if (movable(s, i) && top(s, i) == s->peak)
+				s->crit[ncrit++] = i;
+		if (!ncrit)
+			break;	/* fixed buffers hold the peak */
+		done++;
+		s->iters++;
+		ret = step(s, s->crit[md_xorshift64(&s->rng) % ncrit]);
+		if (ret < 0) {
+			s->ret = ret;
+			break;
+		}
+		if (ret) {
+			s->accepted++;
+			find_peak(s);
+			s->fails = 0;
+			if (s->nfree > LNS_FREE_MIN)
+				s->nfree = s->nfree * 3 / 4;
+		} else {
+			s->fails++;
+			if (!(s->fails % 16) && s->nfree < LNS_FREE_MAX)
+				s->nfree = s->nfree * 3 / 2;
+		}
+	}
+	return NULL;
+}
+
+static int chain_init(struct lns *s, const struct md_problem *p,
+		      const uint64_t *offsets)
+{
+	size_t n = p->n ? p->n : 1;
+
+	s->off = malloc(n * sizeof(*s->off));
+	s->freed = malloc(n * sizeof(*s->freed));
+	s->crit = malloc(n * sizeof(*s->crit));
+	s->is_freed = calloc(n, 1);
+	md_problem_init(&s->sub);
+	if (!s->off || !s->freed || !s->crit || !s->is_freed ||
+	    grow32(&s->near, &s->near_cap, 1024))
+		return -ENOMEM;
+	memcpy(s->off, offsets, p->n * sizeof(*s->off));
+	s->nfree = LNS_FREE_MIN;
 	return 0;
 }
 
+static void chain_free(struct lns *s)
+{
+	free(s->off);
+	free(s->freed);
+	free(s->crit);
+	free(s->is_freed);
+	free(s->near);
+	md_problem_free(&s->sub);
+}
+
+/* Chains compare by peak, then by how many buffers reach it. */
+static int chain_better(const struct lns *a, const struct lns *b)
+{
+	return a->peak < b->peak ||
+	       (a->peak == b->peak && a->at_peak < b->at_peak);
+}
+
+static int default_threads(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > LNS_THREADS_MAX ? LNS_THREADS_MAX : (int)n;
+}
+
+/*
+ * The chains run in epochs, one thread each: at the end of an epoch every
+ * chain takes the best chain's plan and goes on from there with its own
+ * random numbers. An epoch is LNS_EPOCH_ITERS steps per chain when
+ * opts->max_iters is set and there is no time limit (so the result does
+ * not depend on the clock), otherwise a quarter of a second.
+ */
 MD_API int md_plan_improve(const struct md_problem *p, uint64_t *offsets,
 			   const struct md_improve_opts *o,
 			   struct md_improve_result *r)
 {
 	struct md_improve_opts def = { 0 };
-	struct lns s;
-	uint64_t fails = 0;
+	struct lns ch[LNS_THREADS_MAX];
+	pthread_t tid[LNS_THREADS_MAX];
+	struct md_itree lifetimes;
+	struct timespec t0;
+	int nch, k, ret, best = 0;
+	uint64_t lb, align, stall = 0;
 	size_t i;
-	int ret;
 
 	if (!p || !offsets || !r)
 		return -EINVAL;
@@ -460,93 +558,118 @@ MD_API int md_plan_improve(const struct md_problem *p, uint64_t *offsets,
 	ret = md_plan_validate(p, offsets, NULL);
 	if (ret)
 		return ret == -ENOMEM ? ret : -EINVAL;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	nch = o->threads > 0 ? o->threads : default_threads();
+	if (nch > LNS_THREADS_MAX)
+		nch = LNS_THREADS_MAX;
+	lb = o->lower_bound ? o->lower_bound : md_problem_lower_bound(p, NULL);
+	align = all_alignments(p);
 
-	memset(&s, 0, sizeof(s));
-	clock_gettime(CLOCK_MONOTONIC, &s.t0);
-	s.p = p;
-	/* Work on a copy: the caller's plan changes only to a valid one. */
-	s.off = malloc((p->n ? p->n : 1) * sizeof(*s.off));
-	if (!s.off)
-		return -ENOMEM;
-	memcpy(s.off, offsets, p->n * sizeof(*s.off));
-	s.o = o;
-	s.r = r;
-	s.rng = o->seed ? o->seed : 0x9e3779b97f4a7c15ULL;
-	s.lb = o->lower_bound ? o->lower_bound : md_problem_lower_bound(p, NULL);
-	s.align = all_alignments(p);
-	s.nfree = LNS_FREE_MIN;
-	md_problem_init(&s.sub);
-	find_peak(&s);
-	r->start_peak = s.peak;
-	r->peak = s.peak;
-	if (p->n < 2 || s.peak <= s.lb)
-		goto done;
+	memset(ch, 0, sizeof(ch));
+	memset(&lifetimes, 0, sizeof(lifetimes));
+	ret = md_itree_init(&lifetimes, p->n ? p->n : 1);
+	for (i = 0; !ret && i < p->n; i++)
+		ret = md_itree_insert(&lifetimes, i, p->bufs[i].lower,
+				      p->bufs[i].upper);
+	for (k = 0; !ret && k < nch; k++) {
+		struct lns *s = &ch[k];
 
-	ret = md_itree_init(&s.lifetimes, p->n);
+		ret = chain_init(s, p, offsets);
+		s->p = p;
+		s->lifetimes = &lifetimes;
+		s->o = o;
+		s->t0 = t0;
+		s->lb = lb;
+		s->align = align;
+		s->rng = (o->seed ? o->seed : 0x9e3779b97f4a7c15ULL) +
+			 (uint64_t)k * 0xbf58476d1ce4e5b9ULL;
+		if (!s->rng)
+			s->rng = 1;
+		find_peak(s);
+	}
 	if (ret)
 		goto out;
-	s.freed = malloc(p->n * sizeof(*s.freed));
-	s.crit = malloc(p->n * sizeof(*s.crit));
-	s.is_freed = calloc(p->n, 1);
-	ret = -ENOMEM;
-	if (!s.freed || !s.crit || !s.is_freed ||
-	    grow32(&s.near, &s.near_cap, 1024))
-		goto out;
-	for (i = 0; i < p->n; i++) {
-		ret = md_itree_insert(&s.lifetimes, i, p->bufs[i].lower,
-				      p->bufs[i].upper);
-		if (ret)
-			goto out;
-	}
+	r->start_peak = ch[0].peak;
+	note(r, &t0, ch[0].peak);
 
-	note(&s);
-	while (!stop_now(&s, fails)) {
-		size_t ncrit = 0, pick;
-		uint64_t before = s.peak;
+	while (p->n >= 2 && ch[best].peak > lb) {
+		uint64_t left = o->max_iters ? o->max_iters - r->iterations : 0;
+		uint64_t before = ch[best].peak, iters = 0;
+		double now = seconds_since(&t0);
+		int started = 0;
 
-		for (i = 0; i < p->n; i++)
-			if (p->bufs[i].size && top(&s, i) == s.peak &&
-			    !(p->bufs[i].flags & MD_BUF_FIXED))
-				s.crit[ncrit++] = i;
-		if (!ncrit)
-			break;	/* fixed buffers hold the peak */
-		pick = md_xorshift64(&s.rng) % ncrit;
-		r->iterations++;
-		ret = step(&s, s.crit[pick]);
-		if (ret < 0)
-			goto out;
-		if (ret) {
-			r->accepted++;
-			find_peak(&s);
-			if (s.peak < before)
-				note(&s);
-			fails = 0;
-			if (s.nfree > LNS_FREE_MIN)
-				s.nfree = s.nfree * 3 / 4;
+		if (o->cancel && *o->cancel)
+			break;
+		if (o->max_iters && r->iterations >= o->max_iters)
+			break;
+		if (o->time_limit > 0 && now >= o->time_limit)
+			break;
+		if (!o->max_iters && o->time_limit <= 0 && stall >= LNS_STALL)
+			break;
+		for (k = 0; k < nch; k++) {
+			ch[k].epoch_iters = 0;
+			ch[k].epoch_end = now + LNS_EPOCH_SECONDS;
+			if (o->max_iters || o->time_limit <= 0) {
+				uint64_t e = (left + nch - 1) / nch;
+
+				ch[k].epoch_iters = LNS_EPOCH_ITERS;
+				if (o->max_iters && e < LNS_EPOCH_ITERS)
+					ch[k].epoch_iters = e ? e : 1;
+			}
+		}
+		for (k = 1; k < nch; k++) {
+			if (pthread_create(&tid[k], NULL, run_chain, &ch[k]))
+				break;
+			started = k;
+		}
+		run_chain(&ch[0]);
+		for (k = 1; k <= started; k++)
+			pthread_join(tid[k], NULL);
+		/* a chain that could not start ran nothing: fine */
+		for (k = 0; k < nch; k++) {
+			if (ch[k].ret) {
+				ret = ch[k].ret;
+				goto out;
+			}
+			iters += ch[k].iters;
+			r->accepted += ch[k].accepted;
+			ch[k].iters = 0;
+			ch[k].accepted = 0;
+		}
+		r->iterations += iters;
+		if (!iters)
+			break;	/* no chain had a buffer to move */
+		best = 0;
+		for (k = 1; k < nch; k++)
+			if (chain_better(&ch[k], &ch[best]))
+				best = k;
+		if (ch[best].peak < before) {
+			note(r, &t0, ch[best].peak);
+			stall = 0;
 		} else {
-			fails++;
-			if (!(fails % 16) && s.nfree < LNS_FREE_MAX)
-				s.nfree = s.nfree * 3 / 2;
+			stall += iters;
+		}
+		for (k = 0; k < nch; k++) {
+			if (k == best)
+				continue;
+			memcpy(ch[k].off, ch[best].off, p->n * sizeof(*ch[k].off));
+			ch[k].peak = ch[best].peak;
+			ch[k].at_peak = ch[best].at_peak;
 		}
 	}
-done:
-	ret = md_plan_validate(p, s.off, NULL);
+	ret = md_plan_validate(p, ch[best].off, NULL);
 	if (ret) {
 		ret = ret == -ENOMEM ? ret : -EFAULT;
 		goto out;
 	}
-	memcpy(offsets, s.off, p->n * sizeof(*s.off));
-	r->peak = s.peak;
-	r->optimal = s.peak <= s.lb;
-	r->seconds = seconds_since(&s.t0);
+	memcpy(offsets, ch[best].off, p->n * sizeof(*offsets));
+	r->peak = ch[best].peak;
+	r->optimal = ch[best].peak <= lb;
+	r->seconds = seconds_since(&t0);
 out:
-	free(s.off);
-	md_itree_free(&s.lifetimes);
-	md_problem_free(&s.sub);
-	free(s.near);
-	free(s.freed);
-	free(s.crit);
-	free(s.is_freed);
+	for (k = 0; k < nch; k++)
+		chain_free(&ch[k]);
+	md_itree_free(&lifetimes);
 	if (ret) {
 		free(r->steps);
 		r->steps = NULL;

@@ -186,6 +186,11 @@ struct md_improve_opts {
 	uint64_t lower_bound;	/* stop when the peak reaches it (0: the
 				 * most bytes alive at once) */
 	volatile sig_atomic_t *cancel;
+	/*
+	 * Chains searching side by side, one thread each, taking the best
+	 * plan among them now and then (0: one per CPU, at most 4).
+	 */
+	int threads;
 };
 
 struct md_improve_result {
