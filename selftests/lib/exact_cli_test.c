@@ -208,6 +208,37 @@ TEST_F(cli, time_limit_must_be_a_number_of_seconds)
 	EXPECT_EQ(0, run(args, self->out, sizeof(self->out)));
 }
 
+TEST_F(cli, seed_must_be_a_number)
+{
+	static const char *const bad[] = { "", "-1", "x", "1x", " 1",
+					   "18446744073709551616" };
+	char args[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(args, sizeof(args), "--minimize --seed '%s' '%s'",
+			 bad[i], self->in);
+		EXPECT_EQ(2, run(args, self->out, sizeof(self->out)));
+		EXPECT_NE(NULL, strstr(self->out, "--seed: a number"));
+	}
+	snprintf(args, sizeof(args), "--minimize --seed 7 '%s'", self->in);
+	EXPECT_EQ(0, run(args, self->out, sizeof(self->out)));
+}
+
+/* --json says how it ended: status, bound, gap and the trajectory. */
+TEST_F(cli, minimize_json_has_the_trajectory)
+{
+	char args[512];
+
+	snprintf(args, sizeof(args),
+		 "--json --minimize --time-limit 0.3 --seed 3 '%s'", self->hard);
+	EXPECT_EQ(0, run(args, self->out, sizeof(self->out)));
+	EXPECT_NE(NULL, strstr(self->out, "\"status\": "));
+	EXPECT_NE(NULL, strstr(self->out, "\"lower_bound\": "));
+	EXPECT_NE(NULL, strstr(self->out, "\"gap_pct\": "));
+	EXPECT_NE(NULL, strstr(self->out, "\"trajectory\": [{\"seconds\": "));
+}
+
 TEST_F(cli, time_limit_keeps_the_best_plan)
 {
 	char args[512];
