@@ -244,6 +244,24 @@ static int movable(const struct lns *s, uint32_t x)
 	return b->size && !(b->flags & MD_BUF_FIXED);
 }
 
+/* @v times 2^k / 4 (k <= 4), at least 1, saturating. */
+static uint64_t scaled(uint64_t v, unsigned int k)
+{
+	uint64_t r;
+
+	if (k <= 2)
+		r = v >> (2 - k);
+	else
+		r = v > UINT64_MAX >> (k - 2) ? UINT64_MAX : v << (k - 2);
+	return r ? r : 1;
+}
+
+/* @len times @r / 8 (r < 16), saturating. */
+static uint64_t stretch(uint64_t len, uint64_t r)
+{
+	return len > UINT64_MAX / 16 ? len : len * r / 8;
+}
+
 /*
  * Whether @x, alive in the window, is taken out of the plan: it can move
  * and its block is in the band. (Taking only buffers whose whole life is
@@ -280,8 +298,7 @@ static int step(struct lns *s, uint32_t c)
 	gap = md_xorshift64(&s->rng) & 1;
 	band = 0;
 	if (gap) {
-		need = (cb->size << (md_xorshift64(&s->rng) % 5)) / 4;
-		need = need ? need : 1;
+		need = scaled(cb->size, md_xorshift64(&s->rng) % 5);
 		band = UINT64_MAX;
 		for (k = 0; k < 6 && band; k++) {
 			uint64_t tk = k == 0 ? cb->lower :
@@ -305,8 +322,8 @@ static int step(struct lns *s, uint32_t c)
 	 * The window: c's lifetime, stretched on both sides at random; when
 	 * that frees too many, c's lifetime, then the moment t alone.
 	 */
-	ext0 = len * (md_xorshift64(&s->rng) % 16) / 8;
-	ext1 = len * (md_xorshift64(&s->rng) % 16) / 8;
+	ext0 = stretch(len, md_xorshift64(&s->rng) % 16);
+	ext1 = stretch(len, md_xorshift64(&s->rng) % 16);
 	w0 = cb->lower > ext0 ? cb->lower - ext0 : 0;
 	w1 = cb->upper + ext1 < cb->upper ? UINT64_MAX : cb->upper + ext1;
 	for (tries = 0; tries < 3; tries++) {
@@ -404,8 +421,10 @@ static int step(struct lns *s, uint32_t c)
 
 		po.strategy = md_xorshift64(&s->rng) % MD_STRAT_COUNT;
 		ret = md_plan_solve(&s->sub, &po, &pl);
-		if (ret)
+		if (ret == -ENOMEM)
 			goto out_err;
+		if (ret)
+			goto out;	/* e.g. -EOVERFLOW: no plan this way */
 		if (pl.peak <= eo.capacity) {
 			for (i = 0; i < nfreed; i++)
 				s->off[s->freed[i]] = band + pl.offsets[i];
@@ -415,10 +434,13 @@ static int step(struct lns *s, uint32_t c)
 		goto out;
 	}
 	eo.max_nodes = LNS_NODES;
+	eo.memo_mib = 1;	/* a default table costs more than the step */
 	eo.cancel = s->o->cancel;
 	ret = md_exact_solve(&s->sub, &eo, &er);
-	if (ret)
+	if (ret == -ENOMEM)
 		goto out_err;
+	if (ret)
+		goto out;
 	if (er.status == MD_EXACT_FEASIBLE && er.peak <= eo.capacity) {
 		for (i = 0; i < nfreed; i++)
 			s->off[s->freed[i]] = band + er.offsets[i];

@@ -16,7 +16,9 @@
  *   limit: its plan validates, is no higher than the plan of
  *   md_plan_solve() it starts from, an optimum it claims is not beaten by
  *   any heuristic, and it never calls infeasible a capacity a heuristic's
- *   plan fits in.
+ *   plan fits in;
+ * - md_plan_improve() on the heuristic's plan, a few steps seeded by the
+ *   input: a valid plan, never higher, the peak it reports.
  */
 #include <errno.h>
 
@@ -222,6 +224,30 @@ static void check_exact(const struct md_problem *p, uint64_t all_peak,
 	}
 }
 
+static void check_improve(const struct md_problem *p, const uint64_t *off,
+			  uint64_t peak, uint64_t h)
+{
+	struct md_improve_opts o = { .max_iters = 1 + h % 24, .seed = h,
+				     .threads = 1 + (int)((h >> 5) & 1) };
+	struct md_improve_result r;
+	uint64_t *x = malloc((p->n ? p->n : 1) * sizeof(*x));
+	int ret;
+
+	if (!x)
+		return;
+	memcpy(x, off, p->n * sizeof(*x));
+	ret = md_plan_improve(p, x, &o, &r);
+	FUZZ_CHECK(!ret, "md_plan_improve() returned %d", ret);
+	FUZZ_CHECK(r.start_peak == peak, "start peak %" PRIu64 ", plan's %" PRIu64,
+		   r.start_peak, peak);
+	FUZZ_CHECK(r.peak <= peak, "improved to %" PRIu64 " from %" PRIu64, r.peak, peak);
+	fuzz_check_plan(p, x, "md_plan_improve()");
+	FUZZ_CHECK(r.peak == fuzz_peak(p, x), "improve peak %" PRIu64 ", plan's %" PRIu64,
+		   r.peak, fuzz_peak(p, x));
+	md_improve_result_free(&r);
+	free(x);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct md_plan_opts all = { MD_STRAT_ALL, 0, 0 }, one;
@@ -249,6 +275,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			   one.improve, pl1.peak, pl.peak);
 
 	check_validator(&p, pl.offsets, h);
+	check_improve(&p, pl.offsets, pl.peak, h);
 	if (p.n <= EXACT_BUFS)
 		check_exact(&p, pl.peak, pl.peak < pl1.peak ? pl.peak : pl1.peak);
 	md_plan_free(&pl);
