@@ -17,6 +17,7 @@
 
 #include "metadef.h"
 #include "pool.h"
+#include "trace.h"
 
 void md_fault_record(struct md_domain *dom, u64 va, unsigned int access,
 		     enum md_mmu_fault reason)
@@ -33,6 +34,7 @@ void md_fault_record(struct md_domain *dom, u64 va, unsigned int access,
 	f->access = access;
 	f->reason = reason;
 	spin_unlock(&mdev->fault_lock);
+	trace_metadef_fault(dom->id, va, md_access_flags(access), reason);
 }
 
 static void pool_copy(void *pool, u64 dst, u64 src, u64 len)
@@ -42,7 +44,7 @@ static void pool_copy(void *pool, u64 dst, u64 src, u64 len)
 	p->ops->copy(p, dst, src, len);
 }
 
-int md_copy(struct md_domain *dom, struct metadef_copy *arg)
+static int copy_checked(struct md_domain *dom, struct metadef_copy *arg)
 {
 	struct md_mmu_fault_info fault;
 	struct md_pool *pool;
@@ -74,5 +76,14 @@ int md_copy(struct md_domain *dom, struct metadef_copy *arg)
 	up_read(&pool->gone_sem);
 	if (ret == -EFAULT)
 		md_fault_record(dom, fault.va, fault.access, fault.reason);
+	return ret;
+}
+
+int md_copy(struct md_domain *dom, struct metadef_copy *arg)
+{
+	u64 t0 = md_trace_clock(trace_metadef_copy_enabled());
+	int ret = copy_checked(dom, arg);
+
+	trace_metadef_copy(dom->id, arg, ret, md_trace_since(t0));
 	return ret;
 }

@@ -10,12 +10,14 @@
  * own fields and never touch user memory.
  */
 #include <linux/fs.h>
+#include <linux/ktime.h>
 #include <linux/mm.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
 
 #include "metadef.h"
 #include "pool.h"
+#include "trace.h"
 
 /* Largest argument of any command: the dispatcher's on-stack buffer. */
 #define MD_IOCTL_MAX_SIZE 256
@@ -88,18 +90,20 @@ static int md_ioctl_alloc(struct md_domain *dom, void *data,
 			  void **priv)
 {
 	struct metadef_alloc *arg = data;
+	u64 t0 = md_trace_clock(trace_metadef_alloc_enabled());
 	int ret;
 
-	ret = md_alloc_check(arg);
-	if (ret)
-		return ret;
 	/* Out fields are outputs only: whatever came in is overwritten. */
 	arg->handle = 0;
 	arg->dev_addr = 0;
 	arg->mmap_offset = 0;
 	arg->alloc_size = 0;
 	arg->dev_va = 0;
-	return md_region_create(dom, arg, priv);
+	ret = md_alloc_check(arg);
+	if (!ret)
+		ret = md_region_create(dom, arg, priv);
+	trace_metadef_alloc(dom->id, arg, ret, md_trace_since(t0));
+	return ret;
 }
 
 /* The caller never learnt the handle: the region must not stay behind. */

@@ -7,6 +7,7 @@
 #define _METADEF_H
 
 #include <linux/kref.h>
+#include <linux/ktime.h>
 #include <linux/miscdevice.h>
 #include <linux/rbtree.h>
 #include <linux/rwsem.h>
@@ -247,6 +248,25 @@ struct md_import {
 
 #define MD_HANDLE_IMPORT	1	/* xa_pointer_tag() of an import */
 
+/* Tracepoint latencies: a start time only while the event is enabled. */
+static inline u64 md_trace_clock(bool enabled)
+{
+	return enabled ? ktime_get_ns() : 0;
+}
+
+/* Nanoseconds since @t0 from md_trace_clock(); 0 if it was not taken. */
+static inline u64 md_trace_since(u64 t0)
+{
+	return t0 ? ktime_get_ns() - t0 : 0;
+}
+
+/* MD_MMU_* permission bits as the uAPI's (and the tracepoints') 1 and 2. */
+static inline u32 md_access_flags(u32 perm)
+{
+	return (perm & MD_MMU_READ ? METADEF_SHARE_READ : 0) |
+	       (perm & MD_MMU_WRITE ? METADEF_SHARE_WRITE : 0);
+}
+
 /* share.c */
 int md_grant(struct md_domain *dom, struct metadef_grant *arg);
 int md_import(struct md_domain *dom, struct metadef_import *arg,
@@ -256,7 +276,7 @@ void md_import_commit(struct md_domain *dom, struct metadef_import *arg,
 void md_import_undo(struct md_domain *dom, struct metadef_import *arg,
 		    void *priv);
 int md_revoke(struct md_domain *dom, struct metadef_revoke *arg);
-void md_unimport(struct md_import *imp);
+u64 md_unimport(struct md_import *imp, u64 *dev_va);
 void md_share_domain_close(struct md_domain *dom);
 struct md_import *md_region_import_of(struct md_domain *dom,
 				      struct md_region *r);

@@ -25,6 +25,7 @@
 #include "compat.h"
 #include "metadef.h"
 #include "pool.h"
+#include "trace.h"
 
 /**
  * struct md_mapping - what the VMAs of one mmap() of /dev/metadef share
@@ -95,6 +96,17 @@ static vm_fault_t md_region_fault(struct vm_fault *vmf, struct md_region *r)
 	return ret;
 }
 
+/* The CPU fault's tracepoint: where in @r, and did a page go in. */
+static void trace_fault(u32 domain, struct vm_fault *vmf, struct md_region *r,
+			vm_fault_t ret)
+{
+	u64 base = md_region_mmap_offset(r) >> PAGE_SHIFT;
+
+	trace_metadef_cpu_fault(domain, r->owner, READ_ONCE(r->handle),
+				(u64)(vmf->pgoff - base) << PAGE_SHIFT,
+				ret & VM_FAULT_ERROR ? -EFAULT : 0);
+}
+
 /*
  * Does the import @m was made through still live? (The owner's mappings
  * always do.) Caller holds r->imports_lock.
@@ -115,23 +127,30 @@ static vm_fault_t md_vm_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
 	struct md_mapping *m = vma->vm_private_data;
+	struct md_domain *dom = vma->vm_file->private_data;
 	struct md_region *r = m->r;
 	vm_fault_t ret;
 
 	/* The check and the insertion under one hold: see the top. */
 	down_read(&r->imports_lock);
-	if (mapping_live(m, vma->vm_file->private_data))
+	if (mapping_live(m, dom))
 		ret = md_region_fault(vmf, r);
 	else
 		ret = VM_FAULT_SIGBUS;
 	up_read(&r->imports_lock);
+	trace_fault(dom->id, vmf, r, ret);
 	return ret;
 }
 
 /* A dma-buf's mapping: the dma-buf's holder may map it, whoever it is. */
 static vm_fault_t md_dmabuf_vm_fault(struct vm_fault *vmf)
 {
-	return md_region_fault(vmf, vmf->vma->vm_private_data);
+	struct md_region *r = vmf->vma->vm_private_data;
+	vm_fault_t ret = md_region_fault(vmf, r);
+
+	/* Domain 0: a dma-buf's holder is not a domain. */
+	trace_fault(0, vmf, r, ret);
+	return ret;
 }
 
 static const struct vm_operations_struct md_vm_ops = {
@@ -175,9 +194,17 @@ static void setup_vma(struct md_region *r, struct vm_area_struct *vma,
 	atomic_inc(&r->vmas);
 }
 
-int md_mmap(struct file *file, struct vm_area_struct *vma)
+/* What one mmap() of /dev/metadef reached, for its tracepoint. */
+struct map_info {
+	u32 owner;
+	u32 handle;
+	u64 import_id;
+	u64 offset;
+};
+
+static int map(struct md_domain *dom, struct vm_area_struct *vma,
+	       struct map_info *t)
 {
-	struct md_domain *dom = file->private_data;
 	struct md_import *imp = NULL;
 	struct md_mapping *m;
 	struct md_region *r;
@@ -215,6 +242,11 @@ int md_mmap(struct file *file, struct vm_area_struct *vma)
 		m->import_id = imp ? imp->id : 0;
 	}
 	up_read(&r->imports_lock);
+	t->owner = r->owner;
+	t->handle = READ_ONCE(r->handle);
+	t->import_id = m->import_id;
+	t->offset = (vma->vm_pgoff - (md_region_mmap_offset(r) >> PAGE_SHIFT))
+		    << PAGE_SHIFT;
 
 	ret = -EINVAL;
 	if (!perm)
@@ -236,6 +268,20 @@ err_free:
 	kfree(m);
 err_put:
 	md_region_put(r);
+	return ret;
+}
+
+int md_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct md_domain *dom = file->private_data;
+	bool write = vma->vm_flags & VM_WRITE;
+	struct map_info t = { 0 };
+	int ret = map(dom, vma, &t);
+
+	trace_metadef_map(dom->id, t.owner, t.handle, t.import_id,
+			  vma->vm_end - vma->vm_start, t.offset,
+			  METADEF_SHARE_READ | (write ? METADEF_SHARE_WRITE : 0),
+			  ret);
 	return ret;
 }
 

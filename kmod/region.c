@@ -17,6 +17,7 @@
 
 #include "metadef.h"
 #include "pool.h"
+#include "trace.h"
 
 static void md_region_release(struct kref *ref)
 {
@@ -228,19 +229,28 @@ struct md_region *md_region_get_owned(struct md_domain *dom, u32 handle,
 	return r;
 }
 
-/* Drop what a handle holds: an import, or the owner's reference. */
-static void drop_handle_entry(void *entry)
+/*
+ * Drop what a handle holds: an import, or the owner's reference. Returns
+ * the bytes it gave access to (0: a revoked import); *@dev_va and *@mapped
+ * (the region's CPU mappings left) are set when they are not NULL.
+ */
+static u64 drop_handle_entry(void *entry, u64 *dev_va, unsigned int *mapped)
 {
 	struct md_region *r;
+	u64 size;
 
-	if (xa_pointer_tag(entry) == MD_HANDLE_IMPORT) {
-		md_unimport(xa_untag_pointer(entry));
-		return;
-	}
+	if (xa_pointer_tag(entry) == MD_HANDLE_IMPORT)
+		return md_unimport(xa_untag_pointer(entry), dev_va);
 	r = entry;
+	size = r->alloc.size;
+	if (dev_va)
+		*dev_va = r->dev_va;
+	if (mapped)
+		*mapped = atomic_read(&r->vmas);
 	WRITE_ONCE(r->handle, 0);
 	region_unmap_device(r);
 	md_region_put(r);
+	return size;
 }
 
 /*
@@ -250,6 +260,9 @@ static void drop_handle_entry(void *entry)
  */
 int md_region_free_handle(struct md_domain *dom, u32 handle)
 {
+	u64 t0 = md_trace_clock(trace_metadef_free_enabled());
+	unsigned int mapped = 0;
+	u64 size = 0, dev_va = 0;
 	void *entry;
 
 	xa_lock(&dom->handles);
@@ -257,10 +270,13 @@ int md_region_free_handle(struct md_domain *dom, u32 handle)
 	if (entry)
 		__xa_erase(&dom->handles, handle);
 	xa_unlock(&dom->handles);
-	if (!entry)
-		return -ENOENT;
-	drop_handle_entry(entry);
-	return 0;
+	if (entry)
+		size = drop_handle_entry(entry, &dev_va, &mapped);
+	trace_metadef_free(dom->id, handle,
+			   entry && xa_pointer_tag(entry) == MD_HANDLE_IMPORT,
+			   size, dev_va, mapped, entry ? 0 : -ENOENT,
+			   md_trace_since(t0));
+	return entry ? 0 : -ENOENT;
 }
 
 /* Drop every handle of a domain that is going away. */
@@ -271,7 +287,7 @@ void md_region_release_domain(struct md_domain *dom)
 
 	xa_for_each(&dom->handles, h, entry) {
 		xa_erase(&dom->handles, h);
-		drop_handle_entry(entry);
+		drop_handle_entry(entry, NULL, NULL);
 	}
 	xa_destroy(&dom->handles);
 }

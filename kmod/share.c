@@ -26,12 +26,14 @@
  * zapped and references dropped after the locks are released.
  */
 #include <linux/fs.h>
+#include <linux/ktime.h>
 #include <linux/lockdep.h>
 #include <linux/mm.h>
 #include <linux/random.h>
 #include <linux/slab.h>
 
 #include "metadef.h"
+#include "trace.h"
 
 /**
  * struct md_grant - a grant not taken up yet
@@ -152,7 +154,8 @@ static int grant_room(struct md_domain *dom)
 	return 0;
 }
 
-int md_grant(struct md_domain *dom, struct metadef_grant *arg)
+/* GRANT; *@size: the region's bytes, once it is found. */
+static int grant(struct md_domain *dom, struct metadef_grant *arg, u64 *size)
 {
 	struct md_device *mdev = dom->dev;
 	struct md_domain *target;
@@ -168,6 +171,7 @@ int md_grant(struct md_domain *dom, struct metadef_grant *arg)
 	r = md_region_get_owned(dom, arg->handle, &ret);
 	if (!r)
 		return ret;
+	*size = r->alloc.size;
 	target = md_domain_get_by_id(mdev, arg->domain_id);
 	if (!target) {
 		ret = -ENOENT;
@@ -207,20 +211,19 @@ out_region:
 	return ret;
 }
 
-/**
- * md_import() - take up a grant addressed to @dom
- * @dom: the caller's domain, the grant's target
- * @arg: the validated request; its out fields are filled in
- * @priv: the new import, for md_import_commit() or md_import_undo()
- *
- * The import is live when this returns (the device and CPU may reach the
- * region), but its handle is only reserved: it is stored by the commit,
- * once the caller knows it, so no other thread of the domain can drop it
- * first. The grant is kept until then, so an undo can give it back.
- *
- * Return: 0, or a negative errno and nothing changed.
- */
-int md_import(struct md_domain *dom, struct metadef_import *arg, void **priv)
+int md_grant(struct md_domain *dom, struct metadef_grant *arg)
+{
+	u64 size = 0;
+	int ret = grant(dom, arg, &size);
+
+	trace_metadef_grant(dom->id, arg->domain_id, arg->handle, size,
+			    arg->flags, ret);
+	return ret;
+}
+
+/* IMPORT, see md_import(); *@owner and *@owner_handle: the grant's. */
+static int import(struct md_domain *dom, struct metadef_import *arg,
+		  struct md_import **priv, u32 *owner, u32 *owner_handle)
 {
 	struct md_device *mdev = dom->dev;
 	struct md_import *imp;
@@ -243,6 +246,8 @@ int md_import(struct md_domain *dom, struct metadef_import *arg, void **priv)
 	if (!g || g->target != dom)
 		goto unlock;
 	r = g->r;
+	*owner = r->owner;
+	*owner_handle = READ_ONCE(r->handle);
 
 	ret = md_domain_bind_pool(dom, r->pool);
 	if (ret)
@@ -282,6 +287,33 @@ int md_import(struct md_domain *dom, struct metadef_import *arg, void **priv)
 unlock:
 	mutex_unlock(&mdev->share_lock);
 	kfree(imp);
+	return ret;
+}
+
+/**
+ * md_import() - take up a grant addressed to @dom
+ * @dom: the caller's domain, the grant's target
+ * @arg: the validated request; its out fields are filled in
+ * @priv: the new import, for md_import_commit() or md_import_undo()
+ *
+ * The import is live when this returns (the device and CPU may reach the
+ * region), but its handle is only reserved: it is stored by the commit,
+ * once the caller knows it, so no other thread of the domain can drop it
+ * first. The grant is kept until then, so an undo can give it back.
+ *
+ * Return: 0, or a negative errno and nothing changed.
+ */
+int md_import(struct md_domain *dom, struct metadef_import *arg, void **priv)
+{
+	struct md_import *imp = NULL;
+	u32 owner = 0, owner_handle = 0;
+	int ret;
+
+	ret = import(dom, arg, &imp, &owner, &owner_handle);
+	trace_metadef_import(dom->id, arg->handle, owner, owner_handle,
+			     arg->size, arg->dev_va,
+			     imp ? md_access_flags(imp->perm) : 0, ret);
+	*priv = imp;
 	return ret;
 }
 
@@ -345,24 +377,41 @@ void md_import_undo(struct md_domain *dom, struct metadef_import *arg,
 	kfree(imp);
 }
 
-/* The importer drops its import (FREE on its handle, or closing). */
-void md_unimport(struct md_import *imp)
+/*
+ * The importer drops its import (FREE on its handle, or closing). Returns
+ * the bytes it reached, 0 if it was revoked; their device VA in *@dev_va
+ * if not NULL.
+ */
+u64 md_unimport(struct md_import *imp, u64 *dev_va)
 {
 	struct md_device *mdev = imp->dom->dev;
 	struct md_region *r;
+	u64 size = 0;
 
 	mutex_lock(&mdev->share_lock);
 	r = detach_import(imp);
 	mutex_unlock(&mdev->share_lock);
 	if (r) {
+		size = r->alloc.size;
+		if (dev_va)
+			*dev_va = r->dev_va;
 		/* Its CPU mappings must fault (and fail) from now on. */
 		zap_cpu_mappings(r);
 		md_region_put(r);
 	}
 	kfree(imp);
+	return size;
 }
 
-int md_revoke(struct md_domain *dom, struct metadef_revoke *arg)
+/* What one REVOKE took away, for its tracepoint. */
+struct revoke_count {
+	u64 size;
+	unsigned int imports;
+	unsigned int grants;
+};
+
+static int revoke(struct md_domain *dom, struct metadef_revoke *arg,
+		  struct revoke_count *n)
 {
 	struct md_device *mdev = dom->dev;
 	struct md_import *imp, *itmp;
@@ -377,6 +426,7 @@ int md_revoke(struct md_domain *dom, struct metadef_revoke *arg)
 	r = md_region_get_owned(dom, arg->handle, &ret);
 	if (!r)
 		return ret;
+	n->size = r->alloc.size;
 
 	mutex_lock(&mdev->share_lock);
 	list_for_each_entry_safe(imp, itmp, &r->imports, link)
@@ -387,8 +437,10 @@ int md_revoke(struct md_domain *dom, struct metadef_revoke *arg)
 		    (!arg->domain_id || g->target->id == arg->domain_id)) {
 			grant_unlink(mdev, g);
 			list_add(&g->owner_link, &dead);
+			n->grants++;
 		}
 	mutex_unlock(&mdev->share_lock);
+	n->imports = refs;
 
 	/*
 	 * Every fault that passed its check before the imports went has put
@@ -400,6 +452,17 @@ int md_revoke(struct md_domain *dom, struct metadef_revoke *arg)
 	grants_free(&dead);
 	md_region_put(r);
 	return 0;
+}
+
+int md_revoke(struct md_domain *dom, struct metadef_revoke *arg)
+{
+	u64 t0 = md_trace_clock(trace_metadef_revoke_enabled());
+	struct revoke_count n = { 0 };
+	int ret = revoke(dom, arg, &n);
+
+	trace_metadef_revoke(dom->id, arg->handle, arg->domain_id, n.size,
+			     n.imports, n.grants, ret, md_trace_since(t0));
+	return ret;
 }
 
 /*

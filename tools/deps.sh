@@ -10,8 +10,9 @@ set -eu
 
 # valgrind: plan_cli_test runs metadef-plan's error paths under it (leaks).
 host="gcc make pkg-config libnl-3-dev libnl-genl-3-dev valgrind"
+# linux-perf: trace_test runs perf record -e 'metadef:*' in the guest.
 vm="linux-headers-amd64 linux-image-amd64 qemu-system-x86 busybox-static
-    cpio xz-utils kmod linux-source-6.1 libdrm-dev dkms"
+    cpio xz-utils kmod linux-source-6.1 libdrm-dev dkms linux-perf"
 debug="linux-source-6.1 bc flex bison libelf-dev libssl-dev cpio xz-utils
        qemu-system-x86 busybox-static"
 bench="libjemalloc-dev libmimalloc-dev time"
