@@ -286,7 +286,7 @@ static int step(struct lns *s, uint32_t c)
 	uint64_t len = cb->upper - cb->lower, w0, w1, band, target, span0, span1;
 	uint64_t ext0, ext1, need, t = cb->lower;
 	size_t nnear, nfreed = 0, i, k;
-	int ret, changed = 0, tries, gap;
+	int ret, changed = 0, tries, gap, attempt;
 
 	/*
 	 * The band: in one step of two, down to the offset where, at each
@@ -355,66 +355,82 @@ static int step(struct lns *s, uint32_t c)
 			band = s->off[c];
 		band = s->align ? band - band % s->align : 0;
 	}
-	for (i = 0; i < nnear; i++) {
-		uint32_t x = s->near[i];
+	for (attempt = 0;; attempt++) {
+		for (i = 0; i < nnear; i++) {
+			uint32_t x = s->near[i];
 
-		if (x == c || takes(s, x, band)) {
-			s->freed[nfreed++] = x;
-			s->is_freed[x] = 1;
+			if (x == c || takes(s, x, band)) {
+				s->freed[nfreed++] = x;
+				s->is_freed[x] = 1;
+			}
 		}
-	}
-	/* A band that is too wide (equal offsets) is not searched. */
-	if (nfreed > 2 * LNS_FREE_MAX || !nfreed)
-		goto out;
+		/* A band that is too wide (equal offsets) is not searched. */
+		if (nfreed > 2 * LNS_FREE_MAX || !nfreed)
+			goto out;
 
-	/* The freed buffers' lifetimes: the obstacles are alive there. */
-	span0 = UINT64_MAX;
-	span1 = 0;
-	for (i = 0; i < nfreed; i++) {
-		const struct md_buffer *b = &p->bufs[s->freed[i]];
+		/* The freed buffers' lifetimes: the obstacles are alive there. */
+		span0 = UINT64_MAX;
+		span1 = 0;
+		for (i = 0; i < nfreed; i++) {
+			const struct md_buffer *b = &p->bufs[s->freed[i]];
 
-		span0 = b->lower < span0 ? b->lower : span0;
-		span1 = b->upper > span1 ? b->upper : span1;
-	}
-	ret = collect(s, span0, span1, &nnear);
-	if (ret)
-		goto out_err;
-
-	s->sub.n = 0;
-	for (i = 0; i < nfreed; i++) {
-		const struct md_buffer *b = &p->bufs[s->freed[i]];
-
-		ret = md_problem_add(&s->sub, NULL, b->lower, b->upper,
-				     b->size, b->align);
+			span0 = b->lower < span0 ? b->lower : span0;
+			span1 = b->upper > span1 ? b->upper : span1;
+		}
+		ret = collect(s, span0, span1, &nnear);
 		if (ret)
 			goto out_err;
-	}
-	for (i = 0; i < nnear; i++) {
-		uint32_t y = s->near[i];
-		const struct md_buffer *b = &p->bufs[y];
-		uint64_t lo, hi;
-		struct md_buffer *f;
 
-		if (s->is_freed[y] || !b->size)
-			continue;
-		lo = s->off[y] > band ? s->off[y] : band;
-		hi = top(s, y) < target ? top(s, y) : target;
-		if (hi <= lo)
-			continue;	/* wholly outside [band, target) */
-		ret = md_problem_add(&s->sub, NULL, b->lower, b->upper,
-				     hi - lo, 1);
+		s->sub.n = 0;
+		for (i = 0; i < nfreed; i++) {
+			const struct md_buffer *b = &p->bufs[s->freed[i]];
+
+			ret = md_problem_add(&s->sub, NULL, b->lower, b->upper,
+					     b->size, b->align);
+			if (ret)
+				goto out_err;
+		}
+		for (i = 0; i < nnear; i++) {
+			uint32_t y = s->near[i];
+			const struct md_buffer *b = &p->bufs[y];
+			uint64_t lo, hi;
+			struct md_buffer *f;
+
+			if (s->is_freed[y] || !b->size)
+				continue;
+			lo = s->off[y] > band ? s->off[y] : band;
+			hi = top(s, y) < target ? top(s, y) : target;
+			if (hi <= lo)
+				continue;	/* wholly outside [band, target) */
+			ret = md_problem_add(&s->sub, NULL, b->lower, b->upper,
+					     hi - lo, 1);
+			if (ret)
+				goto out_err;
+			f = &s->sub.bufs[s->sub.n - 1];
+			f->flags = MD_BUF_FIXED;
+			f->offset = lo - band;
+		}
+
+		eo.capacity = target - band;
+		if (s->sub.n > LNS_SUB_MAX)
+			goto out;	/* too crowded to search in one step */
+		if (md_problem_lower_bound(&s->sub, NULL) <= eo.capacity)
+			break;
+		/*
+		 * No room in the band at some moment of a buffer taken out
+		 * that touches the peak: twice as deep, twice more at most.
+		 */
+		for (i = 0; i < nfreed; i++)
+			s->is_freed[s->freed[i]] = 0;
+		nfreed = 0;
+		if (attempt == 2 || !band)
+			goto out;
+		band = band > s->peak - band ? band - (s->peak - band) : 0;
+		band = s->align ? band - band % s->align : 0;
+		ret = collect(s, w0, w1, &nnear);
 		if (ret)
-			goto out_err;
-		f = &s->sub.bufs[s->sub.n - 1];
-		f->flags = MD_BUF_FIXED;
-		f->offset = lo - band;
+			return ret;
 	}
-
-	eo.capacity = target - band;
-	if (s->sub.n > LNS_SUB_MAX)
-		goto out;	/* too crowded to search in one step */
-	if (md_problem_lower_bound(&s->sub, NULL) > eo.capacity)
-		goto out;	/* no room in the band at some moment */
 	if (s->sub.n > LNS_SUB_EXACT) {
 		struct md_plan_opts po = { 0 };
 		struct md_plan pl;
