@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <metadef/plan.h>
 
@@ -64,6 +65,24 @@ static __thread void *progress_arg;
 static __thread struct md_plan_progress progress;
 
 #define PROGRESS_EVERY 4096
+
+/*
+ * md_plan_opts.time_limit, per thread: the clock is read every
+ * DEADLINE_EVERY placements; past the deadline, place() fails with -ETIME.
+ */
+static __thread double plan_deadline;	/* CLOCK_MONOTONIC seconds, 0: none */
+static __thread unsigned int plan_tick;
+static __thread int plan_late;
+
+#define DEADLINE_EVERY 1024
+
+static double mono_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
 
 MD_API void md_plan_set_progress(md_plan_progress_fn fn, void *arg)
 {
@@ -652,6 +671,9 @@ static void mark_placed(struct placer *pl, uint32_t x, uint64_t off)
 	pl->st[x].epoch = pl->epoch;
 	if (progress_fn && ++progress.placed % PROGRESS_EVERY == 0)
 		progress_fn(progress_arg, &progress);
+	if (plan_deadline > 0 && !(++plan_tick % DEADLINE_EVERY) &&
+	    mono_now() >= plan_deadline)
+		plan_late = 1;
 	if (off + b->size > pl->peak && b->size)
 		pl->peak = off + b->size;
 }
@@ -663,6 +685,8 @@ static int place(struct placer *pl, uint32_t x, uint64_t off)
 	int ret;
 
 	mark_placed(pl, x, off);
+	if (plan_late)
+		return -ETIME;
 	if (pl->nb && b->size) {
 		for (a = pl->bwd_start[x]; a < pl->bwd_start[x + 1]; a++)
 			if (!is_placed(pl, pl->bwd[a]))
@@ -1013,6 +1037,8 @@ static int place_sweep(struct placer *pl, const uint32_t *order, size_t n,
 			ret = sweep_place(&sw, &bufs[x], &off);
 		if (!ret)
 			mark_placed(pl, x, off);
+		if (!ret && plan_late)
+			ret = -ETIME;
 	}
 	while (sw.chunks) {
 		struct sweep_chunk *c = sw.chunks;
@@ -1662,7 +1688,7 @@ static int run_all(struct solver *s, const struct md_plan_opts *o,
 			continue;
 		ret = run_strategy(s, strat, plan);
 		if (ret)
-			return ret;
+			return ret == -ETIME && s->have_best ? 0 : ret;
 		spent += c;
 		ran++;
 	}
@@ -1716,13 +1742,14 @@ MD_API int md_plan_solve(const struct md_problem *p,
 			 const struct md_plan_opts *opts,
 			 struct md_plan *plan)
 {
-	struct md_plan_opts def = { MD_STRAT_ALL, 0, 0 };
+	struct md_plan_opts def = { .strategy = MD_STRAT_ALL };
 	struct md_problem q;
 	uint32_t *idx = NULL;
 	uint64_t *off = NULL;
 	struct solver s;
 	size_t n = p->n, i;
-	int ret;
+	double saved_deadline;
+	int ret, saved_late;
 
 	memset(plan, 0, sizeof(*plan));
 	if (!opts)
@@ -1766,14 +1793,23 @@ MD_API int md_plan_solve(const struct md_problem *p,
 	progress.n = n;
 	progress.passes = count_runs(&s, opts) +
 			  (opts->improve > 0 && n >= 2 ? opts->improve : 0);
+	saved_deadline = plan_deadline;
+	saved_late = plan_late;
+	plan_deadline = opts->time_limit > 0 ? mono_now() + opts->time_limit : 0;
+	plan_late = 0;
 	if (opts->strategy == MD_STRAT_ALL)
 		ret = run_all(&s, opts, plan);
 	else
 		ret = run_strategy(&s, opts->strategy, plan);
 	if (!ret && n && !s.have_best)
 		ret = -EOVERFLOW;	/* every strategy ran past 2^64 */
-	if (!ret && opts->improve > 0)
+	if (!ret && opts->improve > 0 && !plan_late)
 		ret = improve(&s, opts->improve);
+	/* the limit cut the local search short: its best plan stands */
+	if (ret == -ETIME && s.have_best)
+		ret = 0;
+	plan_deadline = saved_deadline;
+	plan_late = saved_late;
 	if (ret)
 		goto out;
 	for (i = 0; i < n; i++)

@@ -150,6 +150,12 @@ struct md_plan_opts {
 	 */
 	int improve;
 	int exhaustive;
+	/*
+	 * Seconds (<= 0: none). Past it no strategy is started or finished:
+	 * the best plan of those that finished is the answer (-ETIME when
+	 * none did), the local search stops where it is.
+	 */
+	double time_limit;
 };
 
 struct md_plan {
@@ -174,7 +180,8 @@ const char *md_strategy_name(int strategy);
  * input and options always give the same plan.
  * Return: 0, -EINVAL (bad problem), -EEXIST (two fixed buffers overlap:
  * md_plan_validate() on the fixed ones says which), -EOVERFLOW (sizes plus
- * alignment padding do not fit in 64 bits), -EFAULT (a solver produced an
+ * alignment padding do not fit in 64 bits), -ETIME (opts->time_limit
+ * passed before any strategy finished), -EFAULT (a solver produced an
  * invalid plan: a bug) or -ENOMEM.
  */
 int md_plan_solve(const struct md_problem *p, const struct md_plan_opts *opts,

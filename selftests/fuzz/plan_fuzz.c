@@ -250,7 +250,7 @@ static void check_improve(const struct md_problem *p, const uint64_t *off,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct md_plan_opts all = { MD_STRAT_ALL, 0, 0 }, one;
+	struct md_plan_opts all = { .strategy = MD_STRAT_ALL }, one = all;
 	uint64_t h = fuzz_hash(data, size);
 	struct md_plan pl, pl1;
 	struct md_problem p;

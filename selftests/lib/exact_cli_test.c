@@ -39,7 +39,7 @@ static int find_bin(void)
 /* Run metadef-plan with @args; stdout+stderr into @out. Exit status. */
 static int run(const char *args, char *out, size_t len)
 {
-	char cmd[PATH_MAX + 1024];
+	char cmd[PATH_MAX + 1024], drain[4096];
 	size_t n = 0;
 	FILE *p;
 	int st;
@@ -56,6 +56,9 @@ static int run(const char *args, char *out, size_t len)
 		n += r;
 	}
 	out[n] = '\0';
+	/* the rest unread would end the tool with SIGPIPE: drain it */
+	while (fread(drain, 1, sizeof(drain), p))
+		;
 	st = pclose(p);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

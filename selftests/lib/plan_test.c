@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <metadef/graph.h>
@@ -53,7 +54,7 @@ TEST(every_strategy_is_valid)
 	for (round = 0; round < 20; round++) {
 		random_problem(&p, 50 + rnd() % 200, 0);
 		for (strat = 0; strat <= MD_STRAT_ALL; strat++) {
-			struct md_plan_opts o = { strat, round % 3 ? 0 : 20, 0 };
+			struct md_plan_opts o = { strat, round % 3 ? 0 : 20, 0, 0 };
 			struct md_plan plan;
 
 			ASSERT_EQ(0, md_plan_solve(&p, &o, &plan));
@@ -102,8 +103,8 @@ TEST(best_fit_takes_the_tightest_gap)
 {
 	struct md_problem p;
 	struct md_plan plan;
-	struct md_plan_opts best = { MD_STRAT_SIZE_BEST, 0, 0 };
-	struct md_plan_opts first = { MD_STRAT_SIZE_FIRST, 0, 0 };
+	struct md_plan_opts best = { MD_STRAT_SIZE_BEST, 0, 0, 0 };
+	struct md_plan_opts first = { MD_STRAT_SIZE_FIRST, 0, 0, 0 };
 
 	/*
 	 * Three long walls (sizes 100, 90, 80 — placed first, stacked) then
@@ -182,7 +183,7 @@ TEST(fixed_offsets_stay)
  */
 TEST(improve_with_fixed_offsets)
 {
-	struct md_plan_opts o = { 0, 4, 0 };
+	struct md_plan_opts o = { 0, 4, 0, 0 };
 	struct md_problem p;
 	struct md_plan plan;
 	size_t i;
@@ -215,7 +216,7 @@ TEST(improve_with_fixed_offsets)
  */
 TEST(peak_of_uint64_max)
 {
-	struct md_plan_opts o = { 0, 2, 0 };
+	struct md_plan_opts o = { 0, 2, 0, 0 };
 	struct md_problem p;
 	struct md_plan plan;
 	int s;
@@ -239,7 +240,7 @@ TEST(deterministic)
 {
 	struct md_problem p;
 	struct md_plan a, b;
-	struct md_plan_opts o = { MD_STRAT_ALL, 50, 0 };
+	struct md_plan_opts o = { MD_STRAT_ALL, 50, 0, 0 };
 
 	random_problem(&p, 500, 0);
 	ASSERT_EQ(0, md_plan_solve(&p, &o, &a));
@@ -256,7 +257,7 @@ TEST(tree_path_matches_lists)
 {
 	struct md_problem p;
 	struct md_plan a, b;
-	struct md_plan_opts o = { MD_STRAT_ALL, 10, 1 };
+	struct md_plan_opts o = { MD_STRAT_ALL, 10, 1, 0 };
 
 	random_problem(&p, 400, 8);
 	ASSERT_EQ(0, md_plan_solve(&p, &o, &a));
@@ -303,7 +304,7 @@ TEST(scratch_growth_with_poisoned_heap)
 	for (tree = 0; tree < 2; tree++) {
 		md_plan_test_no_lists = tree;
 		for (strat = 0; strat <= MD_STRAT_ALL; strat++) {
-			struct md_plan_opts o = { strat, 0, 1 };
+			struct md_plan_opts o = { strat, 0, 1, 0 };
 			struct md_plan plan;
 
 			ASSERT_EQ(0, md_plan_solve(&p, &o, &plan));
@@ -351,7 +352,7 @@ TEST(peak_at_the_top_of_64_bits)
 	md_problem_add(&p, "a", 0, 2, 1ull << 63, 0);
 	md_problem_add(&p, "b", 1, 3, (1ull << 63) - 1, 0);
 	for (s = 0; s <= MD_STRAT_ALL; s++) {
-		struct md_plan_opts o = { s, 2, 0 };
+		struct md_plan_opts o = { s, 2, 0, 0 };
 
 		ASSERT_EQ(0, md_plan_solve(&p, &o, &plan));
 		EXPECT_EQ(UINT64_MAX, plan.peak);
@@ -424,7 +425,7 @@ TEST(minimalloc_benchmark_plans_are_valid)
 			TH_LOG("%s:%u: %s", path, err.line, err.msg);
 		free(text);
 		for (strat = 0; strat <= MD_STRAT_ALL; strat++) {
-			struct md_plan_opts o = { strat, 0, 0 };
+			struct md_plan_opts o = { strat, 0, 0, 0 };
 			struct md_plan plan;
 
 			ASSERT_EQ(0, md_plan_solve(&p, &o, &plan));
@@ -477,7 +478,7 @@ TEST(gap_tree_matches_lists_everywhere)
 			p.bufs[0].offset = 0;
 		}
 		for (strat = 0; strat <= MD_STRAT_ALL; strat++) {
-			struct md_plan_opts o = { strat, strat == MD_STRAT_ALL ? 5 : 0, 1 };
+			struct md_plan_opts o = { strat, strat == MD_STRAT_ALL ? 5 : 0, 1, 0 };
 			struct md_plan a, b;
 
 			md_plan_test_no_lists = 0;
@@ -503,7 +504,7 @@ TEST(gap_tree_matches_lists_everywhere)
  */
 TEST(sweep_matches_neighbours_everywhere)
 {
-	struct md_plan_opts o = { MD_STRAT_START, 0, 0 };
+	struct md_plan_opts o = { MD_STRAT_START, 0, 0, 0 };
 	int it, swept = 0;
 
 	for (it = 0; it < 200; it++) {
@@ -721,6 +722,60 @@ TEST(shape_parallel_graph)
 		md_graph_free(g);
 		free(text);
 	}
+}
+
+/*
+ * md_plan_opts.time_limit: a strategy past it stops with -ETIME (well
+ * within a second), MD_STRAT_ALL keeps what finished, and a generous
+ * limit changes nothing.
+ */
+TEST(time_limit_stops_a_strategy)
+{
+	struct md_plan_opts o = { .strategy = MD_STRAT_LOWEST_LONG,
+				  .time_limit = 0.05 };
+	uint64_t rng = 77;
+	struct md_plan pl, ref;
+	struct timespec t0, t1;
+	struct md_problem p;
+	size_t i;
+	int ret;
+
+	md_problem_init(&p);
+	for (i = 0; i < 60000; i++) {
+		uint64_t r = md_xorshift64(&rng), lo = r % 50000;
+
+		ASSERT_EQ(0, md_problem_add(&p, NULL, lo, lo + 1 + (r >> 20) % 3000,
+					    1 + (r >> 40) % 4096, 0));
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ret = md_plan_solve(&p, &o, &pl);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	EXPECT_EQ(-ETIME, ret);
+	EXPECT_LT((double)(t1.tv_sec - t0.tv_sec) +
+		  (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9, 1.0);
+	if (!ret)
+		md_plan_free(&pl);
+
+	/* all strategies: a valid plan of those that finished, or -ETIME */
+	o.strategy = MD_STRAT_ALL;
+	ret = md_plan_solve(&p, &o, &pl);
+	EXPECT_TRUE(ret == 0 || ret == -ETIME);
+	if (!ret) {
+		EXPECT_EQ(0, md_plan_validate(&p, pl.offsets, NULL));
+		md_plan_free(&pl);
+	}
+	md_problem_free(&p);
+
+	/* a limit that is not reached: the same plan as without one */
+	example12(&p);
+	o.time_limit = 60;
+	ASSERT_EQ(0, md_plan_solve(&p, &o, &pl));
+	ASSERT_EQ(0, md_plan_solve(&p, NULL, &ref));
+	EXPECT_EQ(ref.peak, pl.peak);
+	EXPECT_EQ(0, memcmp(ref.offsets, pl.offsets, p.n * sizeof(*pl.offsets)));
+	md_plan_free(&pl);
+	md_plan_free(&ref);
+	md_problem_free(&p);
 }
 
 TEST_HARNESS_MAIN

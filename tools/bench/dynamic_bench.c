@@ -313,7 +313,7 @@ static double now(void)
 static int plan_peak(const struct trace *t, uint64_t align, uint64_t *peak)
 {
 	uint64_t lower[NSLOTS];
-	struct md_plan_opts o = { MD_STRAT_SIZE_BEST, 0, 0 };
+	struct md_plan_opts o = { MD_STRAT_SIZE_BEST, 0, 0, 0 };
 	struct md_problem p;
 	struct md_plan plan;
 	size_t i;

@@ -747,7 +747,7 @@ int main(int argc, char **argv)
 		PLAN_EXACT_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
-	struct md_plan_opts o = { MD_STRAT_ALL, 0, 0 };
+	struct md_plan_opts o = { .strategy = MD_STRAT_ALL };
 	const char *csv_out = NULL, *svg_out = NULL;
 	struct model *models;
 	int json = 0, format = 0, c, i, n, rc = 0;
