@@ -270,7 +270,7 @@ static uint64_t stretch(uint64_t len, uint64_t r)
  */
 static int takes(const struct lns *s, uint32_t x, uint64_t band)
 {
-	return movable(s, x) && s->off[x] >= band && top(s, x) < s->peak;
+	return movable(s, x) && s->off[x] >= band;
 }
 
 /*

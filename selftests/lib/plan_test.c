@@ -731,7 +731,7 @@ TEST(shape_parallel_graph)
  */
 TEST(time_limit_stops_a_strategy)
 {
-	struct md_plan_opts o = { .strategy = MD_STRAT_LOWEST_LONG,
+	struct md_plan_opts o = { .strategy = MD_STRAT_LIFETIME,
 				  .time_limit = 0.05 };
 	uint64_t rng = 77;
 	struct md_plan pl, ref;
