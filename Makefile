@@ -139,9 +139,12 @@ $(B)/metadef.pc: Makefile $(B)/.pc-paths
 
 # Tools link the static library: they run from the build tree and inside
 # the VM without an installed libmetadef.
+# metadefctl speaks generic netlink through libnl-genl-3.
+NL_CFLAGS	:= $(shell pkg-config --cflags libnl-genl-3.0 2>/dev/null || echo -I/usr/include/libnl3)
+NL_LIBS		:= $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null || echo -lnl-genl-3 -lnl-3)
 $(B)/bin/metadefctl: $(wildcard tools/metadefctl/*.c) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(PTHREAD)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) $(NL_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(NL_LIBS) $(PTHREAD)
 
 $(B)/bin/metadef-plan: $(wildcard tools/plan/*.c) $(LIB_A)
 	@mkdir -p $(@D)
