@@ -237,6 +237,9 @@ fuzz-lib: fuzz-lib-build
 check-fuzz-lib:
 	tools/check fuzz-lib
 
+# ctl_test runs metadefctl in the VM (tools/check passes it in as /bin/metadefctl).
+$(B)/selftests/kmod/ctl_test: $(B)/bin/metadefctl
+
 # The CLI test runs the tool: build it with the host tests.
 $(B)/selftests/lib/plan_cli_test: $(B)/bin/metadef-plan
 $(B)/selftests/lib/exact_cli_test: $(B)/bin/metadef-plan

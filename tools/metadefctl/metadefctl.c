@@ -904,10 +904,8 @@ static int cmd_monitor(struct ctl *c, long count)
 	nl_socket_modify_cb(c->sock, NL_CB_VALID, NL_CB_CUSTOM, event_cb, &mon);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	/* Ready: a script may provoke events from now on. */
-	if (!json)
-		fprintf(stderr, "%s: monitoring metadef events (Ctrl-C to stop)\n",
-			prog);
+	/* Ready (on stderr, even with --json): events are seen from now on. */
+	fprintf(stderr, "%s: monitoring metadef events (Ctrl-C to stop)\n", prog);
 	pfd.fd = nl_socket_get_fd(c->sock);
 	pfd.events = POLLIN;
 	while (!stop) {
