@@ -538,6 +538,53 @@ TEST_F(ev, quota_reached)
 	ASSERT_EQ(0, release(self->fd, a.handle));
 }
 
+/* Past the user's limit (nobody's domain, the byte limit set by root). */
+TEST_F(ev, user_limit_reached)
+{
+	struct md_attrs m, lim = {};
+	struct md_req r;
+	int status;
+	pid_t pid;
+
+	md_req(&self->nl, &r, METADEF_CMD_LIMITS_GET, 0);
+	ASSERT_EQ(0, md_nl_call(&self->nl, &r, copy_cb, &lim));
+	ASSERT_EQ(0, limits_set_u64(&self->nl, METADEF_A_LIMIT_USER_BYTES,
+				    65536));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct metadef_alloc a, b;
+		int fd;
+
+		if (become_nobody(0))
+			_exit(10);
+		fd = open(DEV, O_RDWR);
+		if (fd < 0)
+			_exit(11);
+		if (alloc(fd, 61440, &a) || alloc(fd, 8192, &b) != -EDQUOT)
+			_exit(12);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ASSERT_EQ(0, next_event(&self->ev, METADEF_CMD_EVENT_QUOTA_REACHED, &m));
+	EXPECT_EQ(MD_NOBODY, md_u32(&m, METADEF_A_DOMAIN_UID));
+	EXPECT_EQ(METADEF_SCOPE_USER, md_u32(&m, METADEF_A_EVENT_SCOPE));
+	EXPECT_EQ(65536, md_u64(&m, METADEF_A_EVENT_LIMIT));
+	EXPECT_EQ(61440, md_u64(&m, METADEF_A_EVENT_USED));
+	EXPECT_EQ(8192, md_u64(&m, METADEF_A_EVENT_SIZE));
+
+	/* Back to what it was: a percentage or bytes. */
+	md_req(&self->nl, &r, METADEF_CMD_LIMITS_SET, 0);
+	if (md_u32(&lim, METADEF_A_LIMIT_USER_PCT))
+		md_req_u32(&r, METADEF_A_LIMIT_USER_PCT,
+			   md_u32(&lim, METADEF_A_LIMIT_USER_PCT));
+	else
+		md_req_u64(&r, METADEF_A_LIMIT_USER_BYTES,
+			   md_u64(&lim, METADEF_A_LIMIT_USER_BYTES));
+	ASSERT_EQ(0, md_nl_call(&self->nl, &r, NULL, NULL));
+}
+
 TEST_F(ev, mmu_fault)
 {
 	struct metadef_alloc a;
