@@ -12,11 +12,11 @@
 #   make fuzz-lib        the same for FUZZ_SECONDS (300) each
 #   make demo            boot a VM, load the module, show what it does
 #   make bench           benchmarks (not part of check)
-#   make install         library, headers, pkg-config file, tools
+#   make install         library, headers, pkg-config file, tools, man pages
 #   make uninstall       what make install put there
 #   make modules_install metadef.ko for modprobe (or: make dkms-source)
 #
-# Variables: KDIR (kernel build tree; default: tools/kdir), PREFIX, DESTDIR,
+# Variables: KDIR (kernel build tree; default: tools/kdir), PREFIX, MANDIR, DESTDIR,
 # CC, CFLAGS, LDFLAGS, BUILD (user-space objects, default build/), FUZZ_CC
 # (clang-14), FUZZ_SECONDS.
 
@@ -28,6 +28,7 @@ LIBDIR		?= $(PREFIX)/lib
 INCLUDEDIR	?= $(PREFIX)/include
 BINDIR		?= $(PREFIX)/bin
 PKGCONFIGDIR	?= $(LIBDIR)/pkgconfig
+MANDIR		?= $(PREFIX)/share/man
 # The udev rule that gives /dev/metadef to group "metadef" (a local
 # install: the administrator's rules directory).
 UDEVDIR		?= /etc/udev/rules.d
@@ -139,9 +140,12 @@ $(B)/metadef.pc: Makefile $(B)/.pc-paths
 
 # Tools link the static library: they run from the build tree and inside
 # the VM without an installed libmetadef.
+# metadefctl speaks generic netlink through libnl-genl-3.
+NL_CFLAGS	:= $(shell pkg-config --cflags libnl-genl-3.0 2>/dev/null || echo -I/usr/include/libnl3)
+NL_LIBS		:= $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null || echo -lnl-genl-3 -lnl-3)
 $(B)/bin/metadefctl: $(wildcard tools/metadefctl/*.c) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(PTHREAD)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) $(NL_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(NL_LIBS) $(PTHREAD)
 
 $(B)/bin/metadef-plan: $(wildcard tools/plan/*.c) $(LIB_A)
 	@mkdir -p $(@D)
@@ -235,6 +239,9 @@ fuzz-lib: fuzz-lib-build
 
 check-fuzz-lib:
 	tools/check fuzz-lib
+
+# ctl_test runs metadefctl in the VM (tools/check passes it in as /bin/metadefctl).
+$(B)/selftests/kmod/ctl_test: $(B)/bin/metadefctl
 
 # The CLI test runs the tool: build it with the host tests.
 $(B)/selftests/lib/plan_cli_test: $(B)/bin/metadef-plan
@@ -361,6 +368,8 @@ install: lib tools
 	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/
 	install -D -m 644 tools/udev/60-metadef.rules \
 		$(DESTDIR)$(UDEVDIR)/60-metadef.rules
+	install -D -m 644 tools/man/metadefctl.8 $(DESTDIR)$(MANDIR)/man8/metadefctl.8
+	install -D -m 644 tools/man/metadef-plan.1 $(DESTDIR)$(MANDIR)/man1/metadef-plan.1
 
 # INSTALL_MOD_PATH (a staging root) reaches depmod too: never the
 # machine's own /lib/modules when installing elsewhere.
@@ -391,6 +400,8 @@ uninstall:
 		$(DESTDIR)$(LIBDIR)/libmetadef.so \
 		$(DESTDIR)$(PKGCONFIGDIR)/metadef.pc \
 		$(DESTDIR)$(UDEVDIR)/60-metadef.rules \
+		$(DESTDIR)$(MANDIR)/man8/metadefctl.8 \
+		$(DESTDIR)$(MANDIR)/man1/metadef-plan.1 \
 		$(DESTDIR)$(INCLUDEDIR)/linux/metadef.h \
 		$(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(TOOLS))) \
 		$(addprefix $(DESTDIR)$(INCLUDEDIR)/metadef/,$(notdir $(wildcard include/metadef/*.h)))

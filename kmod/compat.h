@@ -16,6 +16,9 @@
 #include <linux/mm.h>
 #include <linux/mmzone.h>
 #include <linux/version.h>
+#include <net/genetlink.h>
+#include <net/net_namespace.h>
+#include <net/sock.h>
 
 /*
  * MD_MAX_PAGE_ORDER: the largest order alloc_pages() accepts. Before 6.4
@@ -89,6 +92,63 @@ static inline void md_vma_set_file(struct vm_area_struct *vma,
 #else
 #define EXPORT_SYMBOL_IF_KUNIT(sym)
 #endif
+#endif
+
+/*
+ * Who may join the events multicast group. GENL_MCAST_CAP_SYS_ADMIN came
+ * in 6.7 (and stable 6.1.y); 5.10.y's backport of the same check is the
+ * cap_sys_admin bit. Where the flag is missing, events are also delivered
+ * only to sockets whose opener has CAP_SYS_ADMIN: a filter on the
+ * broadcast refuses them to anyone who joined anyway.
+ */
+#ifdef GENL_MCAST_CAP_SYS_ADMIN
+#define MD_GENL_MCGRP_ADMIN	.flags = GENL_MCAST_CAP_SYS_ADMIN
+
+static inline void md_genl_multicast(const struct genl_family *family,
+				     struct sk_buff *skb, unsigned int group)
+{
+	genlmsg_multicast(family, skb, 0, group, GFP_KERNEL);
+}
+#else
+#define MD_GENL_MCGRP_ADMIN	.cap_sys_admin = 1
+
+/* Nonzero: do not deliver to @dsk. */
+static inline int md_genl_admin_only(struct sock *dsk, struct sk_buff *skb,
+				     void *data)
+{
+	struct socket *sock = dsk->sk_socket;
+
+	return !sock || !sock->file ||
+	       !file_ns_capable(sock->file, &init_user_ns, CAP_SYS_ADMIN);
+}
+
+static inline void md_genl_multicast(const struct genl_family *family,
+				     struct sk_buff *skb, unsigned int group)
+{
+	group += family->mcgrp_offset;
+	NETLINK_CB(skb).dst_group = group;
+	netlink_broadcast_filtered(init_net.genl_sock, skb, 0, group,
+				   GFP_KERNEL, md_genl_admin_only, NULL);
+}
+#endif
+
+/*
+ * resv_start_op came in 6.1: at 0 the core checks the header's reserved
+ * byte and validates every op against its policy, the strictest setting
+ * (genl.c checks the reserved byte itself for older kernels).
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 1, 0)
+#define MD_GENL_RESV_START_OP	.resv_start_op = 0,
+#else
+#define MD_GENL_RESV_START_OP
+#endif
+
+/* 6.1 (with GENL_REQ_ATTR_CHECK): extack can name a missing attribute. */
+#ifdef GENL_REQ_ATTR_CHECK
+#define MD_GENL_SET_ATTR_MISS(info, type) \
+	NL_SET_ERR_ATTR_MISS((info)->extack, NULL, type)
+#else
+#define MD_GENL_SET_ATTR_MISS(info, type)	do { } while (0)
 #endif
 
 #endif /* _METADEF_COMPAT_H */

@@ -35,6 +35,7 @@ void md_fault_record(struct md_domain *dom, u64 va, unsigned int access,
 	f->reason = reason;
 	spin_unlock(&mdev->fault_lock);
 	trace_metadef_fault(dom->id, va, md_access_flags(access), reason);
+	md_genl_mmu_fault(dom, va, access, reason);
 }
 
 static void pool_copy(void *pool, u64 dst, u64 src, u64 len)

@@ -69,6 +69,7 @@ static int info_show(struct seq_file *m, void *unused)
 	seq_printf(m, "max_user_grants\t%u\n", READ_ONCE(mdev->max_user_grants));
 	seq_printf(m, "max_domain_grants\t%u\n",
 		   READ_ONCE(mdev->max_domain_grants));
+	seq_printf(m, "low_water\t%llu\n", READ_ONCE(mdev->low_water));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(info);

@@ -111,6 +111,7 @@ void md_domain_close(struct md_domain *dom)
 	xa_erase(&dom->dev->domains, dom->id);
 	md_share_domain_close(dom);
 	md_region_release_domain(dom);
+	md_genl_domain_leak(dom);
 	md_domain_put(dom);
 }
 
@@ -158,12 +159,20 @@ int md_domain_charge(struct md_domain *dom, u64 bytes, u64 pool_size)
 	struct md_device *mdev = dom->dev;
 	u64 user_limit = U64_MAX;
 
-	if (!charge_within(&dom->used, bytes, READ_ONCE(dom->quota)))
+	u64 quota = READ_ONCE(dom->quota);
+
+	if (!charge_within(&dom->used, bytes, quota)) {
+		md_genl_quota_reached(dom, bytes, METADEF_SCOPE_DOMAIN, quota,
+				      atomic64_read(&dom->used));
 		return -EDQUOT;
+	}
 	if (!dom->privileged)
 		user_limit = md_user_byte_limit(mdev, pool_size);
 	if (!charge_within(&dom->user->bytes, bytes, user_limit)) {
 		atomic64_sub(bytes, &dom->used);
+		md_genl_quota_reached(dom, bytes, METADEF_SCOPE_USER,
+				      user_limit,
+				      atomic64_read(&dom->user->bytes));
 		return -EDQUOT;
 	}
 	return 0;

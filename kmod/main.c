@@ -37,6 +37,7 @@ static struct md_device md_dev = {
 	.max_user_pct = 50,
 	.max_user_grants = 4096,
 	.max_domain_grants = 1024,
+	.low_water_armed = ATOMIC_INIT(1),
 };
 
 static char *backend = "sysram";
@@ -153,6 +154,27 @@ MODULE_PARM_DESC(max_user_grants, "Pending grants a user without CAP_SYS_ADMIN m
 
 module_param_named(max_domain_grants, md_dev.max_domain_grants, uint, 0644);
 MODULE_PARM_DESC(max_domain_grants, "Pending grants one domain may have (default 1024, 0: no limit)");
+
+/* Bytes with a K/M/G suffix; 0: no event. Setting it arms the event. */
+static int low_water_set(const char *val, const struct kernel_param *kp)
+{
+	char *end;
+	u64 size = memparse(val, &end);
+
+	if (end == val || (*end && *end != '\n'))
+		return -EINVAL;
+	WRITE_ONCE(md_dev.low_water, size);
+	atomic_set(&md_dev.low_water_armed, 1);
+	return 0;
+}
+
+static const struct kernel_param_ops low_water_ops = {
+	.set = low_water_set,
+	.get = pool_size_get,
+};
+
+module_param_cb(low_water, &low_water_ops, &md_dev.low_water, 0644);
+MODULE_PARM_DESC(low_water, "Free pool bytes below which the netlink event POOL_LOW is sent, with K/M/G suffix (default 0: never)");
 
 static int md_open(struct inode *inode, struct file *file)
 {
@@ -342,6 +364,11 @@ static int __init md_init(void)
 		pr_err("cannot register /dev/%s: %d\n", METADEF_DEVICE_NAME, ret);
 		goto err_debugfs;
 	}
+	ret = md_genl_init(&md_dev);
+	if (ret) {
+		pr_err("cannot register the generic netlink family: %d\n", ret);
+		goto err_misc;
+	}
 
 	if (md_dev.pool)
 		pr_info("abi %u, %s pool of %llu bytes\n", METADEF_ABI_VERSION,
@@ -351,6 +378,8 @@ static int __init md_init(void)
 			METADEF_ABI_VERSION, backend);
 	return 0;
 
+err_misc:
+	misc_deregister(&md_dev.misc);
 err_debugfs:
 	md_debugfs_exit(&md_dev);
 	md_pool_teardown();
@@ -361,6 +390,7 @@ err_inode:
 
 static void __exit md_exit(void)
 {
+	md_genl_exit();
 	misc_deregister(&md_dev.misc);
 	md_debugfs_exit(&md_dev);
 	WARN_ON(!xa_empty(&md_dev.domains));

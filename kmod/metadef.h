@@ -86,6 +86,10 @@ struct md_fault_entry {
  *                   (module parameter; 0: no limit)
  * @max_domain_grants: pending grants one domain may have (module
  *                     parameter; 0: no limit)
+ * @low_water: free pool bytes below which the netlink event POOL_LOW is
+ *             sent (module parameter; 0: never)
+ * @low_water_armed: 1 until the event is sent, 1 again once free memory
+ *                   is back at or above @low_water
  */
 struct md_device {
 	struct miscdevice misc;
@@ -114,6 +118,8 @@ struct md_device {
 	unsigned int max_user_pct;
 	unsigned int max_user_grants;
 	unsigned int max_domain_grants;
+	u64 low_water;
+	atomic_t low_water_armed;
 };
 
 /**
@@ -362,6 +368,19 @@ long md_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 
 /* main.c */
 struct file *md_mapping_file(void);
+
+/* genl.c */
+int md_genl_init(struct md_device *mdev);
+void md_genl_exit(void);
+void md_genl_alloc_refused(struct md_domain *dom, struct md_pool *pool,
+			   u64 size);
+void md_genl_quota_reached(struct md_domain *dom, u64 size, u32 scope,
+			   u64 limit, u64 used);
+void md_genl_mmu_fault(struct md_domain *dom, u64 va, unsigned int access,
+		       enum md_mmu_fault reason);
+void md_genl_domain_leak(struct md_domain *dom);
+void md_genl_pool_check(struct md_device *mdev, struct md_pool *pool,
+			bool freed);
 
 /* debugfs.c */
 void md_debugfs_init(struct md_device *mdev);

@@ -26,6 +26,7 @@ static void md_region_release(struct kref *ref)
 	WARN_ON(!list_empty(&r->imports));
 	xa_erase(&r->mdev->mmap_ids, r->mmap_id);
 	md_pool_free(r->pool, &r->alloc);
+	md_genl_pool_check(r->mdev, r->pool, true);
 	md_domain_uncharge(r->dom, r->alloc.size);
 	atomic_dec(&r->dom->nr_regions);
 	md_domain_put(r->dom);
@@ -112,11 +113,13 @@ int md_region_create(struct md_domain *dom, struct metadef_alloc *arg,
 	 * Charge first: over quota means nothing is allocated at all. More
 	 * than the pool holds is refused before it is charged.
 	 */
-	if (arg->size > pool->buddy.size)
+	if (arg->size > pool->buddy.size) {
+		md_genl_alloc_refused(dom, pool, arg->size);
 		ret = -ENOMEM;
-	else
+	} else {
 		ret = md_domain_charge(dom, PAGE_ALIGN(arg->size),
 				       pool->buddy.size);
+	}
 	if (ret) {
 		kfree(r);
 		md_pool_put(pool);
@@ -126,10 +129,13 @@ int md_region_create(struct md_domain *dom, struct metadef_alloc *arg,
 				  arg->range_start, arg->range_end, bflags);
 	if (ret) {
 		md_domain_uncharge(dom, PAGE_ALIGN(arg->size));
+		if (ret == -ENOSPC)
+			md_genl_alloc_refused(dom, pool, arg->size);
 		kfree(r);
 		md_pool_put(pool);
 		return alloc_errno(ret);
 	}
+	md_genl_pool_check(mdev, pool, false);
 	/* The allocator rounds to whole pages too: the charge is exact. */
 	WARN_ON(r->alloc.size != PAGE_ALIGN(arg->size));
 	kref_get(&dom->ref);

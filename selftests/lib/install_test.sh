@@ -42,10 +42,12 @@ ok $rc "install_into_destdir"
 pc=$dest/usr/lib/pkgconfig/metadef.pc
 grep -qx 'prefix=/usr' "$pc" 2>/dev/null &&
 	grep -qx 'libdir=/usr/lib' "$pc" &&
-	grep -q 'GROUP="metadef"' "$dest/etc/udev/rules.d/60-metadef.rules"
+	grep -q 'GROUP="metadef"' "$dest/etc/udev/rules.d/60-metadef.rules" &&
+	grep -q '^\.TH METADEFCTL 8' "$dest/usr/share/man/man8/metadefctl.8" &&
+	grep -q '^\.TH METADEF-PLAN 1' "$dest/usr/share/man/man1/metadef-plan.1"
 rc=$?
 [ $rc = 0 ] || { echo "# $pc:"; sed 's/^/#   /' "$pc" 2>/dev/null; }
-ok $rc "pc_file_follows_prefix_udev_rule_installed"
+ok $rc "pc_file_follows_prefix_udev_rule_and_man_pages_installed"
 
 # A program against the staged copy, found through pkg-config alone.
 cat >"$tmp/prog.c" <<'EOF'

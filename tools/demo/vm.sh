@@ -10,6 +10,11 @@ grep '^metadef ' /proc/modules
 echo "pool_size parameter: $(cat /sys/module/metadef/parameters/pool_size) bytes"
 dmesg | grep 'metadef:' | sed 's/^\[[^]]*\] //'
 
+# Every event of the demo, for the end (the group is CAP_SYS_ADMIN only).
+metadefctl monitor >/tmp/events.txt 2>/tmp/monitor.err &
+monitor=$!
+while ! grep -q monitoring /tmp/monitor.err 2>/dev/null; do sleep 0.1; done
+
 step "its device node"
 ls -l /dev/metadef
 
@@ -39,3 +44,18 @@ for f in /sys/kernel/debug/metadef/* /sys/kernel/debug/metadef/mmu/*; do
 	echo "--- $f"
 	cat "$f"
 done
+
+step "metadefctl pool (generic netlink: the pool and its free blocks per order)"
+metadefctl pool
+
+step "metadefctl domains (this shell's domain, and any still holding memory)"
+metadefctl domains
+
+step "metadefctl --json limits"
+metadefctl --json limits
+
+step "the events metadefctl monitor saw during the demo"
+kill "$monitor"
+wait "$monitor" || true
+cat /tmp/events.txt
+grep -q . /tmp/events.txt

@@ -269,4 +269,142 @@ struct metadef_export {
 #define METADEF_IOC_REVOKE	_IOW(METADEF_IOC_MAGIC, 0x07, struct metadef_revoke)
 #define METADEF_IOC_EXPORT_DMABUF _IOWR(METADEF_IOC_MAGIC, 0x08, struct metadef_export)
 
+/*
+ * Generic netlink family METADEF_GENL_NAME: the module's state for
+ * operators (libnl-genl-3; metadefctl). Every request is validated
+ * strictly against one policy: unknown attributes, wrong types and the
+ * attributes only the module reports are refused (-EINVAL) with an extack
+ * message naming the attribute. Integers are native-endian; every u64 is
+ * 64-bit aligned (METADEF_A_PAD).
+ *
+ * Commands (do: one answer; dump: NLM_F_DUMP, one message per object,
+ * as many messages as it takes):
+ *
+ *  POOL_GET	do: POOL_* (ABI_VERSION, PAGE_SIZE, the pool) and a
+ *		POOL_ORDERS nest of ORDER nests (ORDER_*: free blocks of
+ *		each order of the buddy allocator). -ENODEV without a pool.
+ *  DOMAIN_GET	dump: DOMAIN_* for every open domain.
+ *  REGION_GET	dump (CAP_SYS_ADMIN): REGION_* for every live region.
+ *  QUOTA_SET	do (CAP_SYS_ADMIN): DOMAIN_ID and DOMAIN_QUOTA required;
+ *		-ENOENT for a domain that is not open.
+ *  LIMITS_GET	do: LIMIT_* in force.
+ *  LIMITS_SET	do (CAP_SYS_ADMIN): any LIMIT_* but the effective byte
+ *		limit; LIMIT_USER_BYTES and LIMIT_USER_PCT exclude each other.
+ *
+ * Events, multicast to group METADEF_GENL_MCGRP_EVENTS (CAP_SYS_ADMIN to
+ * join), each its own command:
+ *
+ *  EVENT_ALLOC_REFUSED	an ALLOC found no room: EVENT_SIZE (asked),
+ *			DOMAIN_ID, POOL_FREE, POOL_LARGEST_FREE,
+ *			POOL_FRAGMENTATION at that moment
+ *  EVENT_QUOTA_REACHED	an ALLOC went past a quota: EVENT_SIZE, DOMAIN_ID,
+ *			DOMAIN_UID, EVENT_SCOPE, EVENT_LIMIT, EVENT_USED
+ *  EVENT_MMU_FAULT	the copy engine faulted: DOMAIN_ID, FAULT_VA,
+ *			FAULT_ACCESS, FAULT_REASON
+ *  EVENT_DOMAIN_LEAK	a domain closed while its memory was still mapped
+ *			or shared: DOMAIN_ID, DOMAIN_PID, DOMAIN_UID,
+ *			DOMAIN_COMM, DOMAIN_USED, DOMAIN_REGIONS
+ *  EVENT_POOL_LOW	free pool memory fell below the low_water module
+ *			parameter: POOL_SIZE, POOL_FREE, LIMIT_LOW_WATER
+ */
+#define METADEF_GENL_NAME		"metadef"
+#define METADEF_GENL_VERSION		1
+#define METADEF_GENL_MCGRP_EVENTS	"events"
+
+enum metadef_genl_cmd {
+	METADEF_CMD_UNSPEC,
+	METADEF_CMD_POOL_GET,
+	METADEF_CMD_DOMAIN_GET,
+	METADEF_CMD_REGION_GET,
+	METADEF_CMD_QUOTA_SET,
+	METADEF_CMD_LIMITS_GET,
+	METADEF_CMD_LIMITS_SET,
+	METADEF_CMD_EVENT_ALLOC_REFUSED,
+	METADEF_CMD_EVENT_QUOTA_REACHED,
+	METADEF_CMD_EVENT_MMU_FAULT,
+	METADEF_CMD_EVENT_DOMAIN_LEAK,
+	METADEF_CMD_EVENT_POOL_LOW,
+
+	__METADEF_CMD_MAX,
+	METADEF_CMD_MAX = __METADEF_CMD_MAX - 1
+};
+
+/* METADEF_A_FAULT_ACCESS */
+#define METADEF_ACCESS_READ	1
+#define METADEF_ACCESS_WRITE	2
+
+/* METADEF_A_FAULT_REASON */
+enum metadef_fault_reason {
+	METADEF_FAULT_UNMAPPED = 1,	/* no page at that VA */
+	METADEF_FAULT_PERM,		/* the page lacks that access */
+	METADEF_FAULT_COLOR,		/* the page belongs to another domain */
+};
+
+/* METADEF_A_EVENT_SCOPE: which limit an ALLOC went past */
+enum metadef_quota_scope {
+	METADEF_SCOPE_DOMAIN = 1,	/* the domain's quota */
+	METADEF_SCOPE_USER,		/* its user's max_user_bytes */
+};
+
+/* Parts per million: POOL_FRAGMENTATION = 1 - largest_free / free. */
+#define METADEF_PPM		1000000
+
+enum metadef_genl_attr {
+	METADEF_A_UNSPEC,
+	METADEF_A_PAD,
+	METADEF_A_ABI_VERSION,		/* u32 */
+	METADEF_A_PAGE_SIZE,		/* u32 */
+	METADEF_A_POOL_BACKEND,		/* string */
+	METADEF_A_POOL_SIZE,		/* u64 */
+	METADEF_A_POOL_FREE,		/* u64 */
+	METADEF_A_POOL_LARGEST_FREE,	/* u64 */
+	METADEF_A_POOL_FRAGMENTATION,	/* u32, ppm; 0 when nothing is free */
+	METADEF_A_POOL_ORDERS,		/* nest of METADEF_A_ORDER */
+	METADEF_A_ORDER,		/* nest: ORDER_INDEX, ORDER_BLOCK_SIZE,
+					 * ORDER_FREE_BLOCKS
+					 */
+	METADEF_A_ORDER_INDEX,		/* u32 */
+	METADEF_A_ORDER_BLOCK_SIZE,	/* u64 */
+	METADEF_A_ORDER_FREE_BLOCKS,	/* u64 */
+	METADEF_A_DOMAIN_ID,		/* u32: in for QUOTA_SET */
+	METADEF_A_DOMAIN_UID,		/* u32 */
+	METADEF_A_DOMAIN_PID,		/* u32 */
+	METADEF_A_DOMAIN_COMM,		/* string */
+	METADEF_A_DOMAIN_COLOR,		/* u32 */
+	METADEF_A_DOMAIN_QUOTA,		/* u64, METADEF_QUOTA_UNLIMITED: none;
+					 * in for QUOTA_SET
+					 */
+	METADEF_A_DOMAIN_USED,		/* u64 */
+	METADEF_A_DOMAIN_REGIONS,	/* u32 */
+	METADEF_A_DOMAIN_IMPORTS,	/* u32 */
+	METADEF_A_DOMAIN_GRANTS,	/* u32 */
+	METADEF_A_DOMAIN_FAULTS,	/* u32 */
+	METADEF_A_REGION_DOMAIN,	/* u32: the owner's domain id */
+	METADEF_A_REGION_HANDLE,	/* u32: 0 once the handle is freed */
+	METADEF_A_REGION_PID,		/* u32 */
+	METADEF_A_REGION_OFFSET,	/* u64: pool offset */
+	METADEF_A_REGION_SIZE,		/* u64: bytes allocated */
+	METADEF_A_REGION_REFS,		/* u32 */
+	METADEF_A_REGION_MAPPED,	/* u32: CPU mappings (VMAs) */
+	METADEF_A_REGION_DMABUFS,	/* u32 */
+	METADEF_A_LIMIT_DEFAULT_QUOTA,	/* u64, METADEF_QUOTA_UNLIMITED: none */
+	METADEF_A_LIMIT_USER_DOMAINS,	/* u32, 0: none */
+	METADEF_A_LIMIT_USER_BYTES,	/* u64, 0: none (as set) */
+	METADEF_A_LIMIT_USER_PCT,	/* u32, 1-100 % of the pool, 0: bytes */
+	METADEF_A_LIMIT_USER_BYTES_EFFECTIVE, /* u64, out only */
+	METADEF_A_LIMIT_USER_GRANTS,	/* u32, 0: none */
+	METADEF_A_LIMIT_DOMAIN_GRANTS,	/* u32, 0: none */
+	METADEF_A_LIMIT_LOW_WATER,	/* u64, 0: no EVENT_POOL_LOW */
+	METADEF_A_EVENT_SIZE,		/* u64: bytes asked for */
+	METADEF_A_EVENT_SCOPE,		/* u32: enum metadef_quota_scope */
+	METADEF_A_EVENT_LIMIT,		/* u64: the limit passed */
+	METADEF_A_EVENT_USED,		/* u64: usage against it before */
+	METADEF_A_FAULT_VA,		/* u64: device VA */
+	METADEF_A_FAULT_ACCESS,		/* u32: METADEF_ACCESS_* */
+	METADEF_A_FAULT_REASON,		/* u32: enum metadef_fault_reason */
+
+	__METADEF_A_MAX,
+	METADEF_A_MAX = __METADEF_A_MAX - 1
+};
+
 #endif /* _UAPI_LINUX_METADEF_H */
