@@ -244,6 +244,20 @@ static int movable(const struct lns *s, uint32_t x)
 	return b->size && !(b->flags & MD_BUF_FIXED);
 }
 
+/*
+ * Seconds a sub-problem may take: what is left of the time limit (0: no
+ * limit; < 0: none left).
+ */
+static double time_left(const struct lns *s)
+{
+	double left;
+
+	if (s->o->time_limit <= 0)
+		return 0;
+	left = s->o->time_limit - seconds_since(&s->t0);
+	return left > 0.001 ? left : -1;
+}
+
 /* @v times 2^k / 4 (k <= 4), at least 1, saturating. */
 static uint64_t scaled(uint64_t v, unsigned int k)
 {
@@ -436,6 +450,9 @@ static int step(struct lns *s, uint32_t c)
 		struct md_plan pl;
 
 		po.strategy = md_xorshift64(&s->rng) % MD_STRAT_COUNT;
+		po.time_limit = time_left(s);
+		if (po.time_limit < 0)
+			goto out;
 		ret = md_plan_solve(&s->sub, &po, &pl);
 		if (ret == -ENOMEM)
 			goto out_err;
@@ -450,6 +467,9 @@ static int step(struct lns *s, uint32_t c)
 		goto out;
 	}
 	eo.max_nodes = LNS_NODES;
+	eo.time_limit = time_left(s);
+	if (eo.time_limit < 0)
+		goto out;
 	eo.memo_mib = 1;	/* a default table costs more than the step */
 	eo.cancel = s->o->cancel;
 	ret = md_exact_solve(&s->sub, &eo, &er);
