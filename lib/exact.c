@@ -1,38 +1,18 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Exact offset planning: branch and bound over canonical placements.
+ * Exact offset planning: md_exact_solve() and the other entry points,
+ * exact and minimize mode, the restart portfolio, the search thread, the
+ * time and node limits.
  *
- * Canonical placements. Any plan can be pushed down, buffer by buffer in
- * order of (offset, rank), until each buffer sits at the lowest allowed
- * offset above the buffers before it that overlap it in time. So the search
- * builds plans as sequences: the next buffer goes at
+ * The search is a branch and bound over canonical placements: the buffers
+ * go in non-decreasing offset order, each at the lowest offset where it
+ * fits on the skyline of those placed before. lib/exact.md describes it,
+ * its prunings and their switches; lib/exact_internal.h its state, and
+ * where each piece lives:
  *
- *	c(x) = lowest aligned offset >= max(S(x), L) that misses every fixed
- *	       buffer, and > L when S(x) <= L and rank(x) < rank(last),
- *
- * where S(x) is the skyline (highest top of a placed buffer) over x's
- * lifetime and L the offset of the buffer placed last. Offsets never go
- * down along a sequence, so a state is (unplaced set, skyline, L).
- *
- * Pruning, all of it exact:
- *  - capacity: every unplaced x needs c(x) + size(x) <= capacity.
- *  - sections: time is cut into elementary sections; in each section the
- *    bytes R(s) still to place go above max(floor(s), m), m the lowest
- *    c(x) of all: max(floor, m) + R(s) <= capacity. floor + R is checked
- *    when a placement raises a floor, m + max R with a max segment tree.
- *  - dominance: placing y while another x would fit entirely below c(y)
- *    (c(x) + size(x) <= c(y)) is never needed: the same completion works
- *    with x moved down there first. So only buffers that start below the
- *    lowest end of all the others are branched on.
- *  - decomposition: when no unplaced buffer crosses some instant, the two
- *    sides are independent; each part is solved alone (smallest first) and
- *    a failing part fails the node without retrying the others.
- *  - memo: failed states are remembered in a transposition table keyed by
- *    a Zobrist hash of the part's unplaced set, the floors of its sections
- *    that still have buffers to place, and L when it still matters.
- *
- * Branching order: lowest c(x) first (no hole left behind), ties by a
- * static rank (long lifetimes, then large sizes first).
+ *   exact_setup.c   the problem as the search sees it
+ *   exact_bounds.c  lower bounds and the pruning bounds of a node
+ *   exact_search.c  the recursion, its moves, dominance and the memo
  */
 #include <errno.h>
 #include <pthread.h>
@@ -44,184 +24,736 @@
 
 #include "internal.h"
 #include "plan_internal.h"
+#include "exact_internal.h"
 
-#define NONE		UINT32_MAX
-#define CHECK_EVERY	1023u		/* nodes between clock checks */
-#define MAX_CANDS	(4u << 20)	/* candidate stack entries (128 MiB) */
-#define FRAME_BYTES	1024u		/* stack per level of the search */
-#define STACK_SPARE	(1u << 20)	/* stack for everything else */
+/* ------------------------------------------------------------ limits */
 
-struct cand {
-	uint64_t c;			/* lowest offset on the skyline */
-	uint64_t b;			/* lowest offset it can still get */
-	uint32_t x;
-	uint32_t pos;			/* index in the group's list */
-	uint32_t r;			/* rank */
-	uint32_t pad;
-};
-
-struct grp {
-	uint32_t ub, nu;		/* list of unplaced: ua[ub .. ub + nu) */
-	uint32_t sa, sb;		/* sections [sa, sb) */
-	uint64_t X;			/* hash of the state outside the group */
-};
-
-struct bx {
-	uint64_t S;			/* skyline over its lifetime */
-	uint64_t sz, al;
-	uint32_t lo, hi;		/* sections [lo, hi) */
-	uint32_t rank;			/* in the ranking being searched */
-	uint32_t nob;			/* fixed buffers alive with it */
-};
-
-struct rec {
-	uint32_t x, fpos, spos;
-};
-
-struct sprev {
-	uint32_t x;
-	uint64_t s;
-};
-
-struct ex {
-	/* problem: free buffers of size > 0, in rank order */
-	size_t n, m;			/* buffers, sections */
-	uint32_t *orig;			/* index in the md_problem */
-	struct bx *bx;			/* per buffer, hot fields together */
-	uint32_t *nbs, *nb;		/* time neighbours, CSR */
-	uint32_t *obs;			/* fixed obstacles, CSR into ob */
-	uint64_t *ob;			/* pairs [start, end) */
-	uint64_t *zb;			/* Zobrist key of each buffer */
-	uint64_t *live;			/* bytes alive per section */
-
-	/* search state */
-	uint64_t cap, capkey;
-	uint64_t *f, *R, *off;
-	uint32_t *cnt;			/* buffers crossing boundary s|s+1 */
-	uint8_t *placed;
-	uint64_t H;
-	struct rec *rec;
-	size_t nrec;
-	uint64_t *fs;
-	size_t nf;
-	struct sprev *ss;
-	size_t nss;
-	size_t nsss;			/* allocated entries of ss */
-	int64_t *mx, *ad;		/* max segment tree over R */
-	size_t tsize;
-	uint32_t *zs;			/* scratch: zero boundaries */
-	uint64_t *P;			/* scratch: per section */
-	uint64_t *bb;			/* lowest offset each buffer can get */
-	uint32_t *twin;			/* identical buffer placed first, or NONE */
-	uint64_t *stk;			/* scratch of section_ok() */
-	uint32_t *sbs, *sb;		/* buffers alive in each section, CSR */
-	uint32_t *mark, stamp;		/* sections seen by local_bound() */
-	int fresh;			/* a new group: check every section */
-	uint32_t depth;			/* of the recursion */
-	uint32_t max_depth;		/* what the stack has room for */
-
-	/* arenas (indices, they move) */
-	struct cand *ca;
-	size_t ctop, ccap;
-	uint32_t *ua;
-	size_t utop, ucap;
-
-	/* memo */
-	uint64_t *memo;
-	uint64_t memo_mask;
-
-	/* limits */
-	struct timespec t0;
-	double deadline;		/* seconds since t0, <= 0: none */
-	double last_report;
-	uint64_t report_nodes;
-	volatile sig_atomic_t *cancel;
-	void (*progress)(const struct md_exact_progress *, void *);
-	void *progress_arg;
-	uint64_t best_peak, proven_lb;
-	uint64_t nodes;
-	uint64_t budget_end;		/* node budget of this run */
-	int bstop;			/* the budget ran out */
-	int stop;			/* limit, cancel or no memory */
-	int why;			/* enum md_exact_stop, when stop */
-	unsigned int disabled;		/* enum md_exact_prune bits */
-	uint64_t max_nodes;		/* 0: none */
-	int nomem;
-	uint32_t *ranks;		/* norder rankings */
-	size_t norder, order;
-};
-
-/* ------------------------------------------------------------ helpers */
-
-static inline uint64_t mix64(uint64_t z)
-{
-	z += 0x9e3779b97f4a7c15ULL;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-/* Hash of an unplaced buffer and its skyline: the state is their set. */
-static inline uint64_t hx(const struct ex *e, uint32_t x, uint64_t S)
-{
-	return mix64(e->zb[x] ^ (S * 0x2545f4914f6cdd1dULL));
-}
-
-static double elapsed(const struct ex *e)
+double exact_elapsed(const struct exact *e)
 {
 	struct timespec t;
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)(t.tv_sec - e->t0.tv_sec) +
-	       (double)(t.tv_nsec - e->t0.tv_nsec) * 1e-9;
+	return (double)(t.tv_sec - e->limit.start.tv_sec) +
+	       (double)(t.tv_nsec - e->limit.start.tv_nsec) * 1e-9;
 }
 
-static void report(struct ex *e, double now)
+static void report(struct exact *e, double now)
 {
+	struct exact_limits *lim = &e->limit;
 	struct md_exact_progress pr;
-	double dt = now - e->last_report;
+	double dt = now - lim->last_report;
 
-	pr.best_peak = e->best_peak;
-	pr.lower_bound = e->proven_lb;
-	pr.capacity = e->cap;
-	pr.nodes = e->nodes;
-	pr.nodes_per_sec = dt > 0 ? (double)(e->nodes - e->report_nodes) / dt
-				  : 0;
+	pr.best_peak = lim->best_peak;
+	pr.lower_bound = lim->proven_lb;
+	pr.capacity = e->search.cap;
+	pr.nodes = lim->nodes;
+	pr.nodes_per_sec = dt > 0 ?
+			   (double)(lim->nodes - lim->report_nodes) / dt : 0;
 	pr.seconds = now;
-	e->last_report = now;
-	e->report_nodes = e->nodes;
-	e->progress(&pr, e->progress_arg);
+	lim->last_report = now;
+	lim->report_nodes = lim->nodes;
+	lim->progress(&pr, lim->progress_arg);
 }
 
 /* Time limit, cancel flag and progress. Return: 1 when the search stops. */
-static int check_limits(struct ex *e)
+int exact_check_limits(struct exact *e)
 {
+	struct exact_limits *lim = &e->limit;
 	double now;
 
-	if (e->cancel && *e->cancel && !e->stop) {
-		e->stop = 1;
-		e->why = MD_EXACT_STOP_CANCEL;
+	if (lim->cancel && *lim->cancel && !lim->stop) {
+		lim->stop = 1;
+		lim->why = MD_EXACT_STOP_CANCEL;
 	}
-	if (e->max_nodes && e->nodes >= e->max_nodes && !e->stop) {
-		e->stop = 1;
-		e->why = MD_EXACT_STOP_NODES;
+	if (lim->max_nodes && lim->nodes >= lim->max_nodes && !lim->stop) {
+		lim->stop = 1;
+		lim->why = MD_EXACT_STOP_NODES;
 	}
-	if (e->stop)
+	if (lim->stop)
 		return 1;
-	if (e->deadline <= 0 && !e->progress)
+	if (lim->deadline <= 0 && !lim->progress)
 		return 0;
-	now = elapsed(e);
-	if (e->deadline > 0 && now >= e->deadline) {
-		e->stop = 1;
-		e->why = MD_EXACT_STOP_TIME;
+	now = exact_elapsed(e);
+	if (lim->deadline > 0 && now >= lim->deadline) {
+		lim->stop = 1;
+		lim->why = MD_EXACT_STOP_TIME;
 		return 1;
 	}
-	if (e->progress && now - e->last_report >= 0.25)
+	if (lim->progress && now - lim->last_report >= 0.25)
 		report(e, now);
 	return 0;
 }
 
-static int grow(void **a, size_t *cap, size_t need, size_t elem)
+/* ------------------------------------------------------------ setup */
+
+void exact_free(struct exact *e)
+{
+	free(e->buf);
+	free(e->prob.orig);
+	free(e->prob.nbr_start);
+	free(e->prob.nbrs);
+	free(e->prob.fixed_start);
+	free(e->prob.fixed);
+	free(e->prob.sec_start);
+	free(e->prob.sec_bufs);
+	free(e->prob.live);
+	free(e->prob.zobrist);
+	free(e->prob.twin);
+	free(e->prob.rankings);
+	free(e->search.floor);
+	free(e->search.left);
+	free(e->search.crossing);
+	free(e->search.offset);
+	free(e->search.placed);
+	free(e->search.moves);
+	free(e->search.saved_floors);
+	free(e->search.saved_skylines);
+	free(e->search.cuts);
+	free(e->search.cands);
+	free(e->search.unplaced);
+	free(e->bound.tree_max);
+	free(e->bound.tree_add);
+	free(e->bound.sec_low);
+	free(e->bound.lowest);
+	free(e->bound.seen);
+	free(e->memo.slots);
+}
+
+/*
+ * The free buffers of size > 0 (prob.orig), their sizes, alignments and
+ * keys, and the sections: the distinct ends of their lifetimes, in order.
+ */
+static int setup_buffers(struct exact *e, const struct md_problem *p)
+{
+	uint64_t seed = 0x243f6a8885a308d3ULL, total = 0;
+	size_t n = 0, i, k, nsecs = 0;
+	struct md_kv *kv;
+	int ret = -ENOMEM;
+
+	for (i = 0; i < p->n; i++)
+		if (!(p->bufs[i].flags & MD_BUF_FIXED) && p->bufs[i].size)
+			n++;
+	e->prob.nbufs = n;
+	e->prob.orig = malloc((n + 1) * sizeof(*e->prob.orig));
+	kv = malloc((2 * p->n + 1) * sizeof(*kv));
+	if (!e->prob.orig || !kv)
+		goto out;
+	for (i = 0, k = 0; i < p->n; i++)
+		if (!(p->bufs[i].flags & MD_BUF_FIXED) && p->bufs[i].size)
+			e->prob.orig[k++] = (uint32_t)i;
+
+	e->buf = calloc(n + 1, sizeof(*e->buf));
+	e->prob.zobrist = malloc((n + 1) * sizeof(*e->prob.zobrist));
+	if (!e->buf || !e->prob.zobrist)
+		goto out;
+	for (i = 0; i < n; i++) {
+		const struct md_buffer *b = &p->bufs[e->prob.orig[i]];
+
+		kv[2 * i] = (struct md_kv){ b->lower, (uint32_t)(2 * i) };
+		kv[2 * i + 1] = (struct md_kv){ b->upper,
+						(uint32_t)(2 * i + 1) };
+		e->buf[i].size = b->size;
+		e->buf[i].align = b->align ? b->align : 1;
+		seed += 0x9e3779b97f4a7c15ULL;
+		e->prob.zobrist[i] = exact_mix64(seed);
+		total += b->size;
+		if (total < b->size || total > (uint64_t)INT64_MAX / 4) {
+			ret = -E2BIG;
+			goto out;
+		}
+	}
+	if (md_sort_kv(kv, 2 * n))
+		goto out;
+	for (i = 0; i < 2 * n; i++) {
+		uint32_t x = kv[i].idx;
+
+		if (i && kv[i].key != kv[i - 1].key)
+			nsecs++;
+		if (x & 1)
+			e->buf[x / 2].sec_end = (uint32_t)nsecs;
+		else
+			e->buf[x / 2].sec_begin = (uint32_t)nsecs;
+	}
+	e->prob.nsecs = nsecs ? nsecs : 1;
+	ret = 0;
+out:
+	free(kv);
+	return ret;
+}
+
+/* Fixed buffers: obstacles of the free buffers alive with them. */
+static int setup_fixed(struct exact *e, const struct md_problem *p)
+{
+	size_t n = e->prob.nbufs, nfixed = 0, pairs = 0, i, k;
+	uint32_t *fixed, nf = 0;
+
+	e->prob.fixed_start = calloc(n + 2, sizeof(*e->prob.fixed_start));
+	if (!e->prob.fixed_start)
+		return -ENOMEM;
+	for (i = 0; i < p->n; i++)
+		if (p->bufs[i].flags & MD_BUF_FIXED)
+			nfixed++;
+	if (!nfixed)
+		return 0;
+	fixed = malloc(nfixed * sizeof(*fixed));
+	if (!fixed)
+		return -ENOMEM;
+	for (k = 0; k < p->n; k++)
+		if ((p->bufs[k].flags & MD_BUF_FIXED) && p->bufs[k].size)
+			fixed[nf++] = (uint32_t)k;
+	for (i = 0; i < n; i++) {
+		const struct md_buffer *b = &p->bufs[e->prob.orig[i]];
+
+		for (k = 0; k < nf; k++) {
+			const struct md_buffer *c = &p->bufs[fixed[k]];
+
+			if (c->lower < b->upper && b->lower < c->upper)
+				pairs++;
+		}
+		e->prob.fixed_start[i + 1] = (uint32_t)pairs;
+		e->buf[i].nfixed = (uint32_t)(pairs - e->prob.fixed_start[i]);
+		if (pairs > EXACT_MAX_PAIRS) {
+			free(fixed);
+			return -E2BIG;
+		}
+	}
+	e->prob.fixed = malloc((2 * pairs + 1) * sizeof(*e->prob.fixed));
+	if (!e->prob.fixed) {
+		free(fixed);
+		return -ENOMEM;
+	}
+	pairs = 0;
+	for (i = 0; i < n; i++) {
+		const struct md_buffer *b = &p->bufs[e->prob.orig[i]];
+
+		for (k = 0; k < nf; k++) {
+			const struct md_buffer *c = &p->bufs[fixed[k]];
+
+			if (c->lower < b->upper && b->lower < c->upper) {
+				e->prob.fixed[2 * pairs] = c->offset;
+				e->prob.fixed[2 * pairs + 1] =
+					c->offset + c->size;
+				pairs++;
+			}
+		}
+	}
+	free(fixed);
+	return 0;
+}
+
+/*
+ * Time neighbours by a sweep in start order: O(n log n + pairs). Two
+ * buffers overlap in time iff their section spans intersect.
+ */
+static int build_neighbours(struct exact *e)
+{
+	size_t n = e->prob.nbufs, a, b, pairs = 0, k, pass;
+	struct md_kv *kv;
+	uint32_t *deg;
+
+	kv = malloc((n + 1) * sizeof(*kv));
+	deg = calloc(n + 1, sizeof(*deg));
+	e->prob.nbr_start = calloc(n + 1, sizeof(*e->prob.nbr_start));
+	if (!kv || !deg || !e->prob.nbr_start)
+		goto nomem;
+	for (a = 0; a < n; a++)
+		kv[a] = (struct md_kv){ e->buf[a].sec_begin, (uint32_t)a };
+	if (md_sort_kv(kv, n))
+		goto nomem;
+	for (pass = 0; pass < 2; pass++) {
+		for (a = 0; a < n; a++) {
+			uint32_t i = kv[a].idx;
+
+			for (b = a + 1; b < n; b++) {
+				uint32_t j = kv[b].idx;
+
+				if (e->buf[j].sec_begin >= e->buf[i].sec_end)
+					break;
+				if (!pass) {
+					deg[i]++;
+					deg[j]++;
+					if (++pairs > EXACT_MAX_PAIRS) {
+						free(kv);
+						free(deg);
+						return -E2BIG;
+					}
+					continue;
+				}
+				k = e->prob.nbr_start[i] + deg[i]++;
+				e->prob.nbrs[k] = j;
+				k = e->prob.nbr_start[j] + deg[j]++;
+				e->prob.nbrs[k] = i;
+			}
+		}
+		if (pass)
+			break;
+		for (a = 0; a < n; a++)
+			e->prob.nbr_start[a + 1] = e->prob.nbr_start[a] + deg[a];
+		e->prob.nbrs = malloc((2 * pairs + 1) * sizeof(*e->prob.nbrs));
+		if (!e->prob.nbrs)
+			goto nomem;
+		memset(deg, 0, n * sizeof(*deg));
+	}
+	free(kv);
+	free(deg);
+	return 0;
+nomem:
+	free(kv);
+	free(deg);
+	return -ENOMEM;
+}
+
+/*
+ * Per section: the bytes alive and the buffers alive (CSR); and the
+ * search's and the bounds' arrays, per section and per buffer.
+ */
+static int setup_sections(struct exact *e)
+{
+	struct exact_problem *pb = &e->prob;
+	size_t n = pb->nbufs, nsecs = pb->nsecs, slots = nsecs + 1, i, k;
+	uint32_t *fill;
+
+	pb->live = calloc(slots, sizeof(*pb->live));
+	e->search.floor = calloc(slots, sizeof(*e->search.floor));
+	e->search.left = calloc(slots, sizeof(*e->search.left));
+	e->search.offset = calloc(n + 1, sizeof(*e->search.offset));
+	e->search.crossing = calloc(slots, sizeof(*e->search.crossing));
+	e->search.placed = calloc(n + 1, 1);
+	e->search.moves = calloc(n + 1, sizeof(*e->search.moves));
+	e->search.cuts = calloc(slots, sizeof(*e->search.cuts));
+	e->bound.sec_low = calloc(slots, sizeof(*e->bound.sec_low));
+	e->bound.seen = calloc(slots, sizeof(*e->bound.seen));
+	pb->sec_start = calloc(slots + 1, sizeof(*pb->sec_start));
+	e->bound.lowest = calloc(n + 1, sizeof(*e->bound.lowest));
+	pb->twin = malloc((n + 1) * sizeof(*pb->twin));
+	if (!pb->live || !e->search.floor || !e->search.left ||
+	    !e->search.offset || !e->search.crossing || !e->search.placed ||
+	    !e->search.moves || !e->search.cuts || !e->bound.sec_low ||
+	    !e->bound.seen || !pb->sec_start || !e->bound.lowest || !pb->twin)
+		return -ENOMEM;
+	/* k: (buffer, section) pairs, the entries of sec_bufs */
+	for (i = 0, k = 0; i < n; i++)
+		k += e->buf[i].sec_end - e->buf[i].sec_begin;
+	if (k > 8 * (size_t)EXACT_MAX_PAIRS)
+		return -E2BIG;	/* too long-lived to search */
+	e->search.saved_floors = malloc((k + 1) *
+					sizeof(*e->search.saved_floors));
+	pb->sec_bufs = malloc((k + 1) * sizeof(*pb->sec_bufs));
+	e->search.saved_skylines = malloc((pb->nbr_start[n] + 1) *
+					  sizeof(*e->search.saved_skylines));
+	if (!e->search.saved_floors || !e->search.saved_skylines ||
+	    !pb->sec_bufs)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		uint32_t s;
+
+		for (s = e->buf[i].sec_begin; s < e->buf[i].sec_end; s++) {
+			pb->live[s] += e->buf[i].size;
+			pb->sec_start[s + 1]++;
+		}
+	}
+	for (i = 0; i < nsecs; i++)
+		pb->sec_start[i + 1] += pb->sec_start[i];
+	/* bound.seen, all 0 after, is the fill pointer meanwhile */
+	fill = e->bound.seen;
+	memcpy(fill, pb->sec_start, nsecs * sizeof(*fill));
+	for (i = 0; i < n; i++) {
+		uint32_t s;
+
+		for (s = e->buf[i].sec_begin; s < e->buf[i].sec_end; s++)
+			pb->sec_bufs[fill[s]++] = (uint32_t)i;
+	}
+	memset(fill, 0, nsecs * sizeof(*fill));
+	e->bound.tree_size = 1;
+	while (e->bound.tree_size < nsecs)
+		e->bound.tree_size <<= 1;
+	e->bound.tree_max = calloc(2 * e->bound.tree_size,
+				   sizeof(*e->bound.tree_max));
+	e->bound.tree_add = calloc(2 * e->bound.tree_size,
+				   sizeof(*e->bound.tree_add));
+	if (!e->bound.tree_max || !e->bound.tree_add)
+		return -ENOMEM;
+	return 0;
+}
+
+/*
+ * Identical buffers (same lifetime, size, alignment) are interchangeable:
+ * each one waits for its identical predecessor in input order, so the
+ * search never tries both ways round.
+ */
+static int find_twins(struct exact *e, const struct md_problem *p)
+{
+	const uint32_t *orig = e->prob.orig;
+	size_t n = e->prob.nbufs, i, pass;
+	struct md_kv *kv;
+
+	kv = malloc((n + 1) * sizeof(*kv));
+	if (!kv)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		kv[i] = (struct md_kv){ 0, (uint32_t)i };
+	/* stable passes: equal buffers end up adjacent, in input order */
+	for (pass = 0; pass < 4; pass++) {
+		for (i = 0; i < n; i++) {
+			const struct md_buffer *b = &p->bufs[orig[kv[i].idx]];
+
+			kv[i].key = pass == 0 ? b->align : pass == 1 ? b->size :
+				    pass == 2 ? b->upper : b->lower;
+		}
+		if (md_sort_kv(kv, n)) {
+			free(kv);
+			return -ENOMEM;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		const struct md_buffer *a, *b;
+
+		e->prob.twin[kv[i].idx] = EXACT_NONE;
+		if (!i)
+			continue;
+		a = &p->bufs[orig[kv[i - 1].idx]];
+		b = &p->bufs[orig[kv[i].idx]];
+		if (a->lower == b->lower && a->upper == b->upper &&
+		    a->size == b->size && a->align == b->align)
+			e->prob.twin[kv[i].idx] = kv[i - 1].idx;
+	}
+	free(kv);
+	return 0;
+}
+
+/*
+ * Static rankings, tried in turn with growing node budgets. Letters are
+ * keys, most significant first, all descending: T the most bytes alive in
+ * any section of the buffer's lifetime, W its lifetime, A its area
+ * (lifetime x size), Z its size; then input order.
+ */
+static const char *const rankings[] = { "WAT", "TAW", "TWA" };
+#define NRANKINGS ARRAY_SIZE(rankings)
+
+/* Key @letter of a ranking for buffer @x (larger ranks first). */
+static uint64_t rank_key(const struct exact *e, const struct md_problem *p,
+			 uint32_t x, char letter)
+{
+	const struct md_buffer *b = &p->bufs[e->prob.orig[x]];
+	uint64_t v = 0, w = b->upper - b->lower;
+	uint32_t s;
+
+	switch (letter) {
+	case 'T':
+		for (s = e->buf[x].sec_begin; s < e->buf[x].sec_end; s++)
+			if (e->prob.live[s] > v)
+				v = e->prob.live[s];
+		break;
+	case 'W':
+		v = w;
+		break;
+	case 'A':
+		v = w > UINT64_MAX / (b->size | 1) ? UINT64_MAX : w * b->size;
+		break;
+	default:
+		v = b->size;
+		break;
+	}
+	return v;
+}
+
+static int build_rankings(struct exact *e, const struct md_problem *p)
+{
+	size_t n = e->prob.nbufs, i, k;
+	struct md_kv *kv;
+
+	e->prob.nrankings = NRANKINGS;
+	e->prob.rankings = malloc((NRANKINGS * n + 1) *
+				  sizeof(*e->prob.rankings));
+	kv = malloc((n + 1) * sizeof(*kv));
+	if (!e->prob.rankings || !kv) {
+		free(kv);
+		return -ENOMEM;
+	}
+	for (k = 0; k < NRANKINGS; k++) {
+		const char *keys = rankings[k];
+		int c;
+
+		for (i = 0; i < n; i++)
+			kv[i] = (struct md_kv){ 0, (uint32_t)i };
+		/* stable sorts, least significant key first */
+		for (c = (int)strlen(keys) - 1; c >= 0; c--) {
+			for (i = 0; i < n; i++)
+				kv[i].key = ~rank_key(e, p, kv[i].idx, keys[c]);
+			if (md_sort_kv(kv, n)) {
+				free(kv);
+				return -ENOMEM;
+			}
+		}
+		for (i = 0; i < n; i++)
+			e->prob.rankings[k * n + kv[i].idx] = (uint32_t)(i + 1);
+	}
+	free(kv);
+	return 0;
+}
+
+/* The transposition table: @memo_mib MiB (0: 16), a power of two. */
+static int setup_memo(struct exact *e, unsigned int memo_mib)
+{
+	size_t slots, k = 4;
+
+	if (!memo_mib)
+		memo_mib = 16;
+	slots = ((size_t)memo_mib << 20) / sizeof(uint64_t);
+	while (k * 2 <= slots)
+		k *= 2;
+	e->memo.slots = calloc(k, sizeof(*e->memo.slots));
+	if (!e->memo.slots)
+		return -ENOMEM;
+	e->memo.mask = k - 1;
+	return 0;
+}
+
+/*
+ * exact_setup() - the search over the free buffers of @p with size > 0:
+ * zeroes @e, then builds the problem, the state's arrays and the memo.
+ * Return: 0, -E2BIG (too big to search) or -ENOMEM; on an error nothing
+ * is left to free.
+ */
+int exact_setup(struct exact *e, const struct md_problem *p,
+		unsigned int memo_mib)
+{
+	int ret;
+
+	memset(e, 0, sizeof(*e));
+	ret = setup_buffers(e, p);
+	if (!ret)
+		ret = setup_fixed(e, p);
+	if (!ret)
+		ret = build_neighbours(e);
+	if (!ret)
+		ret = setup_sections(e);
+	if (!ret)
+		ret = find_twins(e, p);
+	if (!ret)
+		ret = build_rankings(e, p);
+	if (!ret)
+		ret = setup_memo(e, memo_mib);
+	if (ret)
+		exact_free(e);
+	return ret;
+}
+
+/* Reset the search to nothing placed, for capacity @cap. */
+void exact_reset(struct exact *e, uint64_t cap)
+{
+	struct exact_search *st = &e->search;
+	size_t n = e->prob.nbufs, nsecs = e->prob.nsecs, i, s;
+
+	st->cap = cap;
+	st->cap_key = exact_mix64(cap ^ 0x9c6e6877736c46e3ULL ^
+				  ((uint64_t)st->ranking << 44));
+	for (i = 0; i < n; i++)
+		e->buf[i].skyline = 0;
+	memset(st->floor, 0, nsecs * sizeof(*st->floor));
+	memset(st->placed, 0, n);
+	memset(st->crossing, 0, nsecs * sizeof(*st->crossing));
+	memset(e->bound.tree_max, 0,
+	       2 * e->bound.tree_size * sizeof(*e->bound.tree_max));
+	memset(e->bound.tree_add, 0,
+	       2 * e->bound.tree_size * sizeof(*e->bound.tree_add));
+	st->nmoves = 0;
+	st->nsaved_floors = 0;
+	st->nsaved_skylines = 0;
+	st->depth = 0;
+	st->ncands = 0;
+	st->nunplaced = 0;
+	st->hash = 0;
+	for (s = 0; s < nsecs; s++) {
+		st->left[s] = e->prob.live[s];
+		if (st->left[s])
+			exact_tree_add(e, 1, 0, e->bound.tree_size, s, s + 1,
+				       (int64_t)st->left[s]);
+	}
+	for (i = 0; i < n; i++) {
+		uint32_t b;
+
+		st->hash ^= exact_buf_key(e, (uint32_t)i, 0);
+		for (b = e->buf[i].sec_begin; b + 1 < e->buf[i].sec_end; b++)
+			st->crossing[b]++;
+	}
+}
+
+/* ------------------------------------------------------------ bounds */
+
+/* A lower bound on the peak of every plan of @p. */
+uint64_t exact_lower_bound(const struct md_problem *p)
+{
+	uint64_t lb = md_problem_lower_bound(p, NULL);
+	size_t i;
+
+	for (i = 0; i < p->n; i++) {
+		const struct md_buffer *b = &p->bufs[i];
+		uint64_t top = b->size;
+
+		if (!b->size)
+			continue;
+		if (b->flags & MD_BUF_FIXED)
+			top = b->offset + b->size;
+		if (top > lb)
+			lb = top;
+	}
+	return lb;
+}
+
+/*
+ * The max segment tree over the bytes left per section: node @node covers
+ * sections [@l, @r); add @v to the sections [@a, @b).
+ */
+void exact_tree_add(struct exact *e, size_t node, size_t l, size_t r,
+		    size_t a, size_t b, int64_t v)
+{
+	int64_t *max = e->bound.tree_max, *add = e->bound.tree_add;
+	size_t mid;
+	int64_t p, q;
+
+	if (b <= l || r <= a)
+		return;
+	if (a <= l && r <= b) {
+		add[node] += v;
+		max[node] += v;
+		return;
+	}
+	mid = (l + r) / 2;
+	exact_tree_add(e, 2 * node, l, mid, a, b, v);
+	exact_tree_add(e, 2 * node + 1, mid, r, a, b, v);
+	p = max[2 * node];
+	q = max[2 * node + 1];
+	max[node] = add[node] + (p > q ? p : q);
+}
+
+/* The most bytes left in a section of [@a, @b) (node @node: [@l, @r)). */
+int64_t exact_tree_max(const struct exact *e, size_t node, size_t l,
+		       size_t r, size_t a, size_t b)
+{
+	size_t mid;
+	int64_t p, q;
+
+	if (a <= l && r <= b)
+		return e->bound.tree_max[node];
+	mid = (l + r) / 2;
+	p = a < mid ? exact_tree_max(e, 2 * node, l, mid, a, b) : INT64_MIN;
+	q = b > mid ? exact_tree_max(e, 2 * node + 1, mid, r, a, b) :
+		      INT64_MIN;
+	return e->bound.tree_add[node] + (p > q ? p : q);
+}
+
+/*
+ * One section of exact_bound_after_move(): the buffers alive in @s, each
+ * at or above its lowest place, stacked in that order must fit under the
+ * capacity (the best order for stacking with release offsets). Only the
+ * two lowest are looked at: the lowest one goes first, the second above
+ * its end and its own lowest place, the rest above that.
+ */
+static int section_fits(struct exact *e, uint32_t s)
+{
+	uint64_t low1 = UINT64_MAX, low2 = UINT64_MAX, size1 = 0, t;
+	uint64_t left = e->search.left[s], cap = e->search.cap;
+	uint32_t k;
+
+	if (e->bound.seen[s] == e->bound.stamp)
+		return 1;
+	e->bound.seen[s] = e->bound.stamp;
+	if (!left)
+		return 1;
+	/* the two lowest places; the lowest buffer's size */
+	for (k = e->prob.sec_start[s]; k < e->prob.sec_start[s + 1]; k++) {
+		uint32_t z = e->prob.sec_bufs[k];
+		uint64_t b;
+
+		if (e->search.placed[z])
+			continue;
+		b = e->bound.lowest[z];
+		if (b < low1) {
+			low2 = low1;
+			low1 = b;
+			size1 = e->buf[z].size;
+		} else if (b < low2) {
+			low2 = b;
+		}
+	}
+	t = low1 > e->search.floor[s] ? low1 : e->search.floor[s];
+	if (t + left > cap)
+		return 0;
+	if (low2 == UINT64_MAX || (e->disabled & MD_EXACT_NO_STACKING))
+		return 1;
+	t += size1;
+	if (low2 > t)
+		t = low2;
+	return t + left - size1 <= cap;
+}
+
+/*
+ * exact_bound_sections() after a move, on the sections it can have
+ * changed: those of the buffer just placed and of the buffers whose
+ * skyline it raised. Elsewhere the parent's check and the m + max R check
+ * imply this one. Needs bound.lowest[] of the node. Return: 0 when it
+ * fails.
+ */
+int exact_bound_after_move(struct exact *e)
+{
+	const struct exact_move *mv = &e->search.moves[e->search.nmoves - 1];
+	uint32_t s, k;
+
+	if (!++e->bound.stamp) {
+		memset(e->bound.seen, 0,
+		       e->prob.nsecs * sizeof(*e->bound.seen));
+		e->bound.stamp = 1;
+	}
+	for (s = e->buf[mv->buf].sec_begin; s < e->buf[mv->buf].sec_end; s++)
+		if (!section_fits(e, s))
+			return 0;
+	for (k = mv->skylines_at; k < e->search.nsaved_skylines; k++) {
+		uint32_t y = e->search.saved_skylines[k].buf;
+
+		for (s = e->buf[y].sec_begin; s < e->buf[y].sec_end; s++)
+			if (!section_fits(e, s))
+				return 0;
+	}
+	return 1;
+}
+
+/*
+ * Every section of group @g: each unplaced buffer crossing section s
+ * starts at or above its own lowest place (@cv[0 .. @n), the group's
+ * candidates), so the bytes R(s) go above max(floor(s), the lowest of
+ * them). Return: 0 when a section does not fit.
+ */
+int exact_bound_sections(struct exact *e, const struct exact_group *g,
+			 const struct exact_cand *cv, uint32_t n)
+{
+	uint64_t *low = e->bound.sec_low, cap = e->search.cap;
+	uint32_t i, s;
+
+	for (s = g->sec_begin; s < g->sec_end; s++)
+		low[s] = UINT64_MAX;
+	for (i = 0; i < n; i++) {
+		uint32_t x = cv[i].buf;
+		uint64_t c = cv[i].lowest;
+
+		for (s = e->buf[x].sec_begin; s < e->buf[x].sec_end; s++)
+			if (c < low[s])
+				low[s] = c;
+	}
+	for (s = g->sec_begin; s < g->sec_end; s++) {
+		uint64_t v = low[s] > e->search.floor[s] ? low[s] :
+							   e->search.floor[s];
+
+		if (e->search.left[s] && v + e->search.left[s] > cap)
+			return 0;
+	}
+	return 1;
+}
+
+/* ------------------------------------------------------------ search */
+
+/* Room for @need elements of @elem bytes in *@a (*@cap of them now). */
+static int grow_array(void **a, size_t *cap, size_t need, size_t elem)
 {
 	size_t c = *cap ? *cap : 1024;
 	void *p;
@@ -238,282 +770,172 @@ static int grow(void **a, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-static uint64_t lowfeas_fixed(const struct ex *e, uint32_t x, uint64_t v)
+static int out_of_memory(struct exact *e)
 {
-	uint64_t a = e->bx[x].al, sz = e->bx[x].sz;
-	uint32_t k, k0 = e->obs[x], k1 = e->obs[x + 1];
+	e->limit.nomem = 1;
+	e->limit.stop = 1;
+	return -1;
+}
+
+static uint64_t lowest_fit_fixed(const struct exact *e, uint32_t x,
+				 uint64_t v)
+{
+	uint64_t align = e->buf[x].align, size = e->buf[x].size;
+	uint32_t k, k0 = e->prob.fixed_start[x], k1 = e->prob.fixed_start[x + 1];
 
 again:
-	if (v > e->cap)
+	if (v > e->search.cap)
 		return v;
 	for (k = k0; k < k1; k++) {
-		uint64_t st = e->ob[2 * k], en = e->ob[2 * k + 1];
+		uint64_t start = e->prob.fixed[2 * k];
+		uint64_t end = e->prob.fixed[2 * k + 1];
 
-		if (st < v + sz && v < en) {
-			v = md_round_up(en, a);
+		if (start < v + size && v < end) {
+			v = md_round_up(end, align);
 			goto again;
 		}
 	}
 	return v;
 }
 
-/* Lowest offset >= v for buffer x: aligned, clear of fixed buffers. */
-static inline uint64_t lowfeas(const struct ex *e, uint32_t x, uint64_t v)
+/* Lowest offset >= @v for buffer @x: aligned, clear of fixed buffers. */
+static inline uint64_t lowest_fit(const struct exact *e, uint32_t x,
+				  uint64_t v)
 {
-	const struct bx *b = &e->bx[x];
+	const struct exact_buf *b = &e->buf[x];
 
-	if (b->al > 1)
-		v = md_round_up(v, b->al);
-	return b->nob ? lowfeas_fixed(e, x, v) : v;
-}
-
-/* ------------------------------------------------------------ max tree */
-
-static void st_add(struct ex *e, size_t x, size_t l, size_t r, size_t a,
-		   size_t b, int64_t v)
-{
-	size_t mid;
-	int64_t p, q;
-
-	if (b <= l || r <= a)
-		return;
-	if (a <= l && r <= b) {
-		e->ad[x] += v;
-		e->mx[x] += v;
-		return;
-	}
-	mid = (l + r) / 2;
-	st_add(e, 2 * x, l, mid, a, b, v);
-	st_add(e, 2 * x + 1, mid, r, a, b, v);
-	p = e->mx[2 * x];
-	q = e->mx[2 * x + 1];
-	e->mx[x] = e->ad[x] + (p > q ? p : q);
-}
-
-static int64_t st_max(const struct ex *e, size_t x, size_t l, size_t r,
-		      size_t a, size_t b)
-{
-	size_t mid;
-	int64_t p, q;
-
-	if (a <= l && r <= b)
-		return e->mx[x];
-	mid = (l + r) / 2;
-	p = a < mid ? st_max(e, 2 * x, l, mid, a, b) : INT64_MIN;
-	q = b > mid ? st_max(e, 2 * x + 1, mid, r, a, b) : INT64_MIN;
-	return e->ad[x] + (p > q ? p : q);
+	if (b->align > 1)
+		v = md_round_up(v, b->align);
+	return b->nfixed ? lowest_fit_fixed(e, x, v) : v;
 }
 
 /* ------------------------------------------------------------ memo */
 
-static int memo_has(const struct ex *e, uint64_t key)
+static int memo_contains(const struct exact *e, uint64_t key)
 {
-	uint64_t i = key & e->memo_mask & ~3ULL;
+	const uint64_t *slot = e->memo.slots + (key & e->memo.mask & ~3ULL);
 
 	key |= 1;
-	return e->memo[i] == key || e->memo[i + 1] == key ||
-	       e->memo[i + 2] == key || e->memo[i + 3] == key;
+	return slot[0] == key || slot[1] == key || slot[2] == key ||
+	       slot[3] == key;
 }
 
-static void memo_put(struct ex *e, uint64_t key)
+/* Into an empty way of its bucket, or over one picked by the key. */
+static void memo_insert(struct exact *e, uint64_t key)
 {
-	uint64_t i = key & e->memo_mask & ~3ULL;
+	uint64_t *slot = e->memo.slots + (key & e->memo.mask & ~3ULL);
 	int k;
 
 	key |= 1;
 	for (k = 0; k < 4; k++) {
-		if (!e->memo[i + k]) {
-			e->memo[i + k] = key;
+		if (!slot[k]) {
+			slot[k] = key;
 			return;
 		}
 	}
-	e->memo[i + ((key >> 60) & 3)] = key;
+	slot[(key >> 60) & 3] = key;
 }
 
 /* ------------------------------------------------------------ moves */
 
 /*
- * Put x at offset o. Return: 0 when a section bound fails (the move is
- * still made: undo it), 1 otherwise; *zero is set when a boundary inside
- * x's lifetime is no longer crossed by any unplaced buffer.
+ * Put @x at offset @o. Return: 0 when a section bound fails (the move is
+ * still made: undo it), 1 otherwise; *@cut is set when a boundary inside
+ * x's lifetime is no longer crossed by any unplaced buffer, *@hat when an
+ * unplaced buffer is alive with @x.
  */
-static int place(struct ex *e, uint32_t x, uint64_t o, int *zero, int *hat)
+static int place_buffer(struct exact *e, uint32_t x, uint64_t o, int *cut,
+			int *hat)
 {
-	uint64_t sz = e->bx[x].sz, t = o + sz, cap = e->cap;
-	uint32_t lo = e->bx[x].lo, hi = e->bx[x].hi, s, k;
-	struct rec *r = &e->rec[e->nrec++];
+	struct exact_search *st = &e->search;
+	uint64_t size = e->buf[x].size, top = o + size, cap = st->cap;
+	uint32_t lo = e->buf[x].sec_begin, hi = e->buf[x].sec_end, s, k;
+	struct exact_move *mv = &st->moves[st->nmoves++];
 	int ok = 1;
 
-	r->x = x;
-	r->fpos = (uint32_t)e->nf;
-	r->spos = (uint32_t)e->nss;
+	mv->buf = x;
+	mv->floors_at = (uint32_t)st->nsaved_floors;
+	mv->skylines_at = (uint32_t)st->nsaved_skylines;
 	for (s = lo; s < hi; s++) {
-		e->fs[e->nf++] = e->f[s];
-		if (o + e->R[s] > cap && !(e->disabled & MD_EXACT_NO_SECTIONS))
+		st->saved_floors[st->nsaved_floors++] = st->floor[s];
+		if (o + st->left[s] > cap &&
+		    !(e->disabled & MD_EXACT_NO_SECTIONS))
 			ok = 0;
-		e->R[s] -= sz;
-		e->f[s] = t;
+		st->left[s] -= size;
+		st->floor[s] = top;
 	}
-	st_add(e, 1, 0, e->tsize, lo, hi, -(int64_t)sz);
-	*zero = 0;
+	exact_tree_add(e, 1, 0, e->bound.tree_size, lo, hi, -(int64_t)size);
+	*cut = 0;
 	for (s = lo; s + 1 < hi; s++)
-		if (!--e->cnt[s])
-			*zero = 1;
+		if (!--st->crossing[s])
+			*cut = 1;
 	*hat = 0;
-	for (k = e->nbs[x]; k < e->nbs[x + 1]; k++) {
-		uint32_t y = e->nb[k];
+	for (k = e->prob.nbr_start[x]; k < e->prob.nbr_start[x + 1]; k++) {
+		uint32_t y = e->prob.nbrs[k];
+		uint64_t sky = e->buf[y].skyline;
 
-		if (!e->placed[y])
+		if (!st->placed[y])
 			*hat = 1;
-		if (!e->placed[y] && e->bx[y].S < t) {
-			e->ss[e->nss].x = y;
-			e->ss[e->nss].s = e->bx[y].S;
-			e->nss++;
-			e->H ^= hx(e, y, e->bx[y].S) ^ hx(e, y, t);
-			e->bx[y].S = t;
+		if (!st->placed[y] && sky < top) {
+			st->saved_skylines[st->nsaved_skylines].buf = y;
+			st->saved_skylines[st->nsaved_skylines].skyline = sky;
+			st->nsaved_skylines++;
+			st->hash ^= exact_buf_key(e, y, sky) ^
+				    exact_buf_key(e, y, top);
+			e->buf[y].skyline = top;
 		}
 	}
-	e->placed[x] = 1;
-	e->off[x] = o;
-	e->H ^= hx(e, x, e->bx[x].S);
+	st->placed[x] = 1;
+	st->offset[x] = o;
+	st->hash ^= exact_buf_key(e, x, e->buf[x].skyline);
 	return ok;
 }
 
-static void unplace(struct ex *e)
+/* Undo the last move. */
+static void unplace_last(struct exact *e)
 {
-	struct rec *r = &e->rec[--e->nrec];
-	uint32_t x = r->x, lo = e->bx[x].lo, hi = e->bx[x].hi, s;
-	uint64_t sz = e->bx[x].sz;
+	struct exact_search *st = &e->search;
+	struct exact_move *mv = &st->moves[--st->nmoves];
+	uint32_t x = mv->buf, lo = e->buf[x].sec_begin, hi = e->buf[x].sec_end;
+	uint64_t size = e->buf[x].size;
+	uint32_t s;
 
-	e->H ^= hx(e, x, e->bx[x].S);
-	e->placed[x] = 0;
-	while (e->nss > r->spos) {
-		struct sprev *v = &e->ss[--e->nss];
+	st->hash ^= exact_buf_key(e, x, e->buf[x].skyline);
+	st->placed[x] = 0;
+	while (st->nsaved_skylines > mv->skylines_at) {
+		struct exact_saved_skyline *v =
+			&st->saved_skylines[--st->nsaved_skylines];
 
-		e->H ^= hx(e, v->x, e->bx[v->x].S) ^ hx(e, v->x, v->s);
-		e->bx[v->x].S = v->s;
+		st->hash ^= exact_buf_key(e, v->buf, e->buf[v->buf].skyline) ^
+			    exact_buf_key(e, v->buf, v->skyline);
+		e->buf[v->buf].skyline = v->skyline;
 	}
 	for (s = lo; s + 1 < hi; s++)
-		e->cnt[s]++;
-	st_add(e, 1, 0, e->tsize, lo, hi, (int64_t)sz);
+		st->crossing[s]++;
+	exact_tree_add(e, 1, 0, e->bound.tree_size, lo, hi, (int64_t)size);
 	for (s = lo; s < hi; s++) {
-		e->R[s] += sz;
-		e->f[s] = e->fs[r->fpos + (s - lo)];
+		st->left[s] += size;
+		st->floor[s] = st->saved_floors[mv->floors_at + (s - lo)];
 	}
-	e->nf = r->fpos;
+	st->nsaved_floors = mv->floors_at;
 }
 
-static void undo_to(struct ex *e, size_t nrec)
+static void undo_moves_to(struct exact *e, size_t nmoves)
 {
-	while (e->nrec > nrec)
-		unplace(e);
+	while (e->search.nmoves > nmoves)
+		unplace_last(e);
 }
 
-/* ------------------------------------------------------------ search */
+/* ------------------------------------------------------------ recursion */
 
-static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr);
+static int search_group(struct exact *e, struct exact_group *g, uint64_t L,
+			uint32_t last_rank);
 
-/*
- * One section of local_bound(): the buffers alive in s, each at or above
- * its lowest place, stacked in that order must fit under the capacity
- * (the best order for stacking with release offsets).
- */
-static int section_ok(struct ex *e, uint32_t s)
+/* Branching order: lowest offset first, then rank. */
+static int cand_less(const struct exact_cand *a, const struct exact_cand *b)
 {
-	uint64_t b1 = UINT64_MAX, b2 = UINT64_MAX, s1 = 0, t;
-	uint32_t k;
-
-	if (e->mark[s] == e->stamp)
-		return 1;
-	e->mark[s] = e->stamp;
-	if (!e->R[s])
-		return 1;
-	/* the two lowest places; the lowest buffer's size */
-	for (k = e->sbs[s]; k < e->sbs[s + 1]; k++) {
-		uint32_t z = e->sb[k];
-		uint64_t b;
-
-		if (e->placed[z])
-			continue;
-		b = e->bb[z];
-		if (b < b1) {
-			b2 = b1;
-			b1 = b;
-			s1 = e->bx[z].sz;
-		} else if (b < b2) {
-			b2 = b;
-		}
-	}
-	t = (b1 > e->f[s] ? b1 : e->f[s]);
-	if (t + e->R[s] > e->cap)
-		return 0;
-	if (b2 == UINT64_MAX || (e->disabled & MD_EXACT_NO_STACKING))
-		return 1;
-	t += s1;
-	if (b2 > t)
-		t = b2;
-	return t + e->R[s] - s1 <= e->cap;
-}
-
-/*
- * section_bound() after a move, on the sections it can have changed: those
- * of the buffer just placed and of the buffers whose skyline it raised.
- * Elsewhere the parent's check and the m + max R check imply this one.
- */
-static int local_bound(struct ex *e)
-{
-	const struct rec *r = &e->rec[e->nrec - 1];
-	uint32_t s, k;
-
-	if (!++e->stamp) {
-		memset(e->mark, 0, e->m * sizeof(*e->mark));
-		e->stamp = 1;
-	}
-	for (s = e->bx[r->x].lo; s < e->bx[r->x].hi; s++)
-		if (!section_ok(e, s))
-			return 0;
-	for (k = r->spos; k < e->nss; k++) {
-		uint32_t y = e->ss[k].x;
-
-		for (s = e->bx[y].lo; s < e->bx[y].hi; s++)
-			if (!section_ok(e, s))
-				return 0;
-	}
-	return 1;
-}
-
-/*
- * In each section s, every unplaced buffer crossing s starts at or above
- * its own c(x), so the bytes R(s) go above max(floor(s), min c(x)).
- */
-static int section_bound(struct ex *e, const struct grp *g,
-			 const struct cand *cv, uint32_t nu)
-{
-	uint64_t *P = e->P, cap = e->cap;
-	uint32_t i, s;
-
-	for (s = g->sa; s < g->sb; s++)
-		P[s] = UINT64_MAX;
-	for (i = 0; i < nu; i++) {
-		uint32_t x = cv[i].x;
-		uint64_t c = cv[i].b;
-
-		for (s = e->bx[x].lo; s < e->bx[x].hi; s++)
-			if (c < P[s])
-				P[s] = c;
-	}
-	for (s = g->sa; s < g->sb; s++) {
-		uint64_t v = P[s] > e->f[s] ? P[s] : e->f[s];
-
-		if (e->R[s] && v + e->R[s] > cap)
-			return 0;
-	}
-	return 1;
-}
-
-static int cand_less(const struct cand *a, const struct cand *b)
-{
-	return a->c < b->c || (a->c == b->c && a->r < b->r);
+	return a->offset < b->offset ||
+	       (a->offset == b->offset && a->rank < b->rank);
 }
 
 static int cand_cmp(const void *a, const void *b)
@@ -521,7 +943,7 @@ static int cand_cmp(const void *a, const void *b)
 	return cand_less(a, b) ? -1 : cand_less(b, a);
 }
 
-static void sort_cands(struct cand *v, size_t n)
+static void sort_cands(struct exact_cand *v, size_t n)
 {
 	size_t i, j;
 
@@ -530,7 +952,7 @@ static void sort_cands(struct cand *v, size_t n)
 		return;
 	}
 	for (i = 1; i < n; i++) {
-		struct cand t = v[i];
+		struct exact_cand t = v[i];
 
 		for (j = i; j > 0 && cand_less(&t, &v[j - 1]); j--)
 			v[j] = v[j - 1];
@@ -538,773 +960,401 @@ static void sort_cands(struct cand *v, size_t n)
 	}
 }
 
-static int comp_cmp(const void *a, const void *b)
+/* Parts in the order they are searched: smallest first, then in time. */
+static int part_cmp(const void *a, const void *b)
 {
-	const struct grp *x = a, *y = b;
+	const struct exact_group *x = a, *y = b;
 
-	if (x->nu != y->nu)
-		return x->nu < y->nu ? -1 : 1;
-	return x->sa < y->sa ? -1 : x->sa > y->sa;
+	if (x->count != y->count)
+		return x->count < y->count ? -1 : 1;
+	return x->sec_begin < y->sec_begin ? -1 :
+	       x->sec_begin > y->sec_begin;
 }
 
 /*
- * The unplaced buffers ua[ub .. ub + nu) split at the boundaries zs[0..nz)
- * (ascending; no unplaced buffer crosses them). Solve each part alone.
- * Return: as search(); *parts is the number of non-empty parts (when < 2
- * nothing was done and the caller searches the group as a whole).
+ * The unplaced buffers unplaced[@first .. @first + @count) split at the
+ * boundaries search.cuts[0 .. @ncuts) (ascending; no unplaced buffer
+ * crosses them). Search each part alone, after the last move (offset @L,
+ * rank @last_rank). Return: as search_group(); *@nparts is the number of
+ * non-empty parts (when < 2 nothing was done and the caller searches the
+ * group as a whole).
  */
-static int solve_parts(struct ex *e, uint32_t ub, uint32_t nu, size_t nz,
-		       uint64_t L, uint32_t lr, int *parts)
+static int search_parts(struct exact *e, uint32_t first, uint32_t count,
+			size_t ncuts, uint64_t L, uint32_t last_rank,
+			int *nparts)
 {
-	uint32_t i, k, nb, *tmpc = NULL;
-	struct grp *cp;
-	size_t nrec0 = e->nrec, utop0 = e->utop;
+	struct exact_search *st = &e->search;
+	size_t nmoves0 = st->nmoves, nunplaced0 = st->nunplaced;
+	uint32_t i, k, next, *part_of = NULL;
+	struct exact_group *parts;
 	int ret = 1, np = 0;
 
-	*parts = 0;
-	cp = calloc(nz + 1, sizeof(*cp));
-	tmpc = malloc((nu + 1) * sizeof(*tmpc));
-	if (!cp || !tmpc) {
-		e->nomem = 1;
-		e->stop = 1;
-		ret = -1;
+	*nparts = 0;
+	parts = calloc(ncuts + 1, sizeof(*parts));
+	part_of = malloc((count + 1) * sizeof(*part_of));
+	if (!parts || !part_of) {
+		ret = out_of_memory(e);
 		goto out;
 	}
-	for (k = 0; k <= nz; k++) {
-		cp[k].sa = UINT32_MAX;
-		cp[k].sb = 0;
+	for (k = 0; k <= ncuts; k++) {
+		parts[k].sec_begin = UINT32_MAX;
+		parts[k].sec_end = 0;
 	}
-	for (i = 0; i < nu; i++) {
-		uint32_t x = e->ua[ub + i], a = 0, b = (uint32_t)nz;
+	for (i = 0; i < count; i++) {
+		uint32_t x = st->unplaced[first + i], a = 0, b = (uint32_t)ncuts;
+		struct exact_group *pt;
 
-		/* parts left of x: boundaries z with z + 1 <= lo(x) */
+		/* parts left of x: boundaries z with z + 1 <= its start */
 		while (a < b) {
 			uint32_t mid = (a + b) / 2;
 
-			if (e->zs[mid] + 1 <= e->bx[x].lo)
+			if (st->cuts[mid] + 1 <= e->buf[x].sec_begin)
 				a = mid + 1;
 			else
 				b = mid;
 		}
-		tmpc[i] = a;
-		cp[a].nu++;
-		if (e->bx[x].lo < cp[a].sa)
-			cp[a].sa = e->bx[x].lo;
-		if (e->bx[x].hi > cp[a].sb)
-			cp[a].sb = e->bx[x].hi;
+		part_of[i] = a;
+		pt = &parts[a];
+		pt->count++;
+		if (e->buf[x].sec_begin < pt->sec_begin)
+			pt->sec_begin = e->buf[x].sec_begin;
+		if (e->buf[x].sec_end > pt->sec_end)
+			pt->sec_end = e->buf[x].sec_end;
 	}
-	for (k = 0; k <= nz; k++)
-		np += cp[k].nu > 0;
-	*parts = np;
+	for (k = 0; k <= ncuts; k++)
+		np += parts[k].count > 0;
+	*nparts = np;
 	if (np < 2)
 		goto out;
-	if (grow((void **)&e->ua, &e->ucap, e->utop + nu, sizeof(*e->ua))) {
-		e->nomem = 1;
-		e->stop = 1;
-		ret = -1;
+	if (grow_array((void **)&st->unplaced, &st->unplaced_cap,
+		       st->nunplaced + count, sizeof(*st->unplaced))) {
+		ret = out_of_memory(e);
 		goto out;
 	}
-	nb = (uint32_t)e->utop;
-	for (k = 0; k <= nz; k++) {
-		cp[k].ub = nb;
-		nb += cp[k].nu;
-		cp[k].nu = 0;
+	/* each part's list on top of the stack of lists */
+	next = (uint32_t)st->nunplaced;
+	for (k = 0; k <= ncuts; k++) {
+		parts[k].first = next;
+		next += parts[k].count;
+		parts[k].count = 0;
 	}
-	for (i = 0; i < nu; i++) {
-		struct grp *c = &cp[tmpc[i]];
+	for (i = 0; i < count; i++) {
+		struct exact_group *pt = &parts[part_of[i]];
 
-		e->ua[c->ub + c->nu++] = e->ua[ub + i];
+		st->unplaced[pt->first + pt->count++] = st->unplaced[first + i];
 	}
-	e->utop = nb;
-	qsort(cp, nz + 1, sizeof(*cp), comp_cmp);
-	for (k = 0; k <= nz && ret == 1; k++) {
-		struct grp *c = &cp[k];
+	st->nunplaced = next;
+	qsort(parts, ncuts + 1, sizeof(*parts), part_cmp);
+	for (k = 0; k <= ncuts && ret == 1; k++) {
+		struct exact_group *pt = &parts[k];
 		uint64_t h = 0;
 
-		if (!c->nu)
+		if (!pt->count)
 			continue;
-		for (i = 0; i < c->nu; i++) {
-			uint32_t x = e->ua[c->ub + i];
+		for (i = 0; i < pt->count; i++) {
+			uint32_t x = st->unplaced[pt->first + i];
 
-			h ^= hx(e, x, e->bx[x].S);
+			h ^= exact_buf_key(e, x, e->buf[x].skyline);
 		}
-		c->X = e->H ^ h;
-		e->fresh = 1;
-		ret = search(e, c, L, lr);
+		pt->outside_hash = st->hash ^ h;
+		e->bound.fresh = 1;
+		ret = search_group(e, pt, L, last_rank);
 	}
 	if (ret != 1)
-		undo_to(e, nrec0);
-	e->utop = utop0;
+		undo_moves_to(e, nmoves0);
+	st->nunplaced = nunplaced0;
 out:
-	free(cp);
-	free(tmpc);
+	free(parts);
+	free(part_of);
 	return ret;
 }
 
 /*
- * Complete group g from the current state (last offset L, its rank lr).
- * Return: 1 solved (the placements stay), 0 infeasible (state restored),
- * -1 stopped (state restored).
+ * The candidates of group @g at this node, in the candidate stack from
+ * @base: each unplaced buffer with c(x) and its lowest place (c(x), or L
+ * when it cannot go at c(x) now). *@min_offset is the lowest c(x),
+ * *@min_lowest the lowest place, *@min_end the lowest c(x) + size(x).
+ * Return: 0 when one of them cannot fit under the capacity.
  */
-static int search(struct ex *e, struct grp *g, uint64_t L, uint32_t lr)
+static int find_cands(struct exact *e, const struct exact_group *g,
+		      struct exact_cand *cv, uint64_t L, uint32_t last_rank,
+		      uint64_t *min_offset, uint64_t *min_lowest,
+		      uint64_t *min_end)
 {
-	uint64_t minc = UINT64_MAX, m = UINT64_MAX, key, cap = e->cap;
-	uint64_t e1 = UINT64_MAX, rmax;
-	uint32_t nu = g->nu, i, ne = 0;
-	size_t cbase = e->ctop;
-	struct cand *cv;
-	int ret;
+	uint64_t cap = e->search.cap;
+	uint32_t i;
 
-	if (!nu)
-		return 1;
-	/* big groups make slow nodes: look at the clock more often */
-	if ((!(++e->nodes & CHECK_EVERY) || nu > 4096) && check_limits(e))
-		return -1;
-	if (e->stop)
-		return -1;
-	if (e->nodes >= e->budget_end) {
-		e->bstop = 1;
-		return -1;
-	}
-	if (cbase + nu > MAX_CANDS || e->depth >= e->max_depth) {
-		/* a limit, like the clock: not an error */
-		e->stop = 1;
-		e->why = MD_EXACT_STOP_TOO_BIG;
-		return -1;
-	}
-	if (grow((void **)&e->ca, &e->ccap, cbase + nu, sizeof(*e->ca))) {
-		e->nomem = 1;
-		e->stop = 1;
-		return -1;
-	}
-	cv = e->ca + cbase;
-	for (i = 0; i < nu; i++) {
-		uint32_t x = e->ua[g->ub + i];
-		uint64_t c = lowfeas(e, x, e->bx[x].S), b = c, end;
+	for (i = 0; i < g->count; i++) {
+		uint32_t x = e->search.unplaced[g->first + i];
+		uint64_t c = lowest_fit(e, x, e->buf[x].skyline), b = c, end;
 
 		/*
 		 * Not placeable now: below the last offset (or at it, of a
 		 * lower rank). Something must first go under it, above L.
 		 */
-		if (c < L || (c == L && e->bx[x].rank < lr))
+		if (c < L || (c == L && e->buf[x].rank < last_rank))
 			b = L;
-		if (b > cap - e->bx[x].sz)
+		if (b > cap - e->buf[x].size)
 			return 0;
-		if (c < minc)
-			minc = c;
-		cv[i].c = c;
-		cv[i].b = b;
-		e->bb[x] = b;
-		cv[i].x = x;
+		if (c < *min_offset)
+			*min_offset = c;
+		cv[i].offset = c;
+		cv[i].lowest = b;
+		e->bound.lowest[x] = b;
+		cv[i].buf = x;
 		cv[i].pos = i;
-		cv[i].r = e->bx[x].rank;
-		if (b < m)
-			m = b;
-		end = c + e->bx[x].sz;
-		if (end < e1)
-			e1 = end;
+		cv[i].rank = e->buf[x].rank;
+		if (b < *min_lowest)
+			*min_lowest = b;
+		end = c + e->buf[x].size;
+		if (end < *min_end)
+			*min_end = end;
 	}
+	return 1;
+}
+
+/*
+ * Keep the candidates that may go next, in branching order: at their
+ * own c(x), after the last move in (offset, rank) order, under the
+ * lowest end of all (gap dominance: @min_end), within the capacity with
+ * the most bytes left of a section (@max_left), and after their twin.
+ * Return: how many.
+ */
+static uint32_t eligible_cands(const struct exact *e, struct exact_cand *cv,
+			       uint32_t n, uint64_t L, uint32_t last_rank,
+			       uint64_t min_end, uint64_t max_left)
+{
+	const uint32_t *twin = e->prob.twin;
+	uint64_t cap = e->search.cap;
+	uint32_t i, ne = 0;
+
+	if (e->disabled & MD_EXACT_NO_DOMINANCE)
+		min_end = UINT64_MAX;
+	for (i = 0; i < n; i++)
+		if (cv[i].lowest == cv[i].offset && cv[i].offset < min_end &&
+		    cv[i].offset + max_left <= cap &&
+		    (twin[cv[i].buf] == EXACT_NONE ||
+		     e->search.placed[twin[cv[i].buf]] ||
+		     (e->disabled & MD_EXACT_NO_SYMMETRY)) &&
+		    (cv[i].offset > L || cv[i].rank > last_rank))
+			cv[ne++] = cv[i];
+	sort_cands(cv, ne);
+	return ne;
+}
+
+/* Swap the buffer at @pos of group @g's list with its last one. */
+static void swap_last(struct exact *e, const struct exact_group *g,
+		      uint32_t pos, uint32_t last)
+{
+	uint32_t *u = e->search.unplaced + g->first, t;
+
+	t = u[pos];
+	u[pos] = u[last];
+	u[last] = t;
+}
+
+/*
+ * Complete group @g from the current state (last offset @L, its rank
+ * @last_rank). Return: 1 solved (the placements stay), 0 infeasible (state
+ * restored), -1 stopped (state restored).
+ */
+static int search_group(struct exact *e, struct exact_group *g, uint64_t L,
+			uint32_t last_rank)
+{
+	uint64_t min_offset = UINT64_MAX, min_lowest = UINT64_MAX;
+	uint64_t min_end = UINT64_MAX, max_left, key, cap = e->search.cap;
+	struct exact_search *st = &e->search;
+	uint32_t n = g->count, i, ne;
+	size_t base = st->ncands;
+	struct exact_cand *cv;
+	int ret;
+
+	if (!n)
+		return 1;
+	/* big groups make slow nodes: look at the clock more often */
+	if ((!(++e->limit.nodes & EXACT_CHECK_EVERY) || n > 4096) &&
+	    exact_check_limits(e))
+		return -1;
+	if (e->limit.stop)
+		return -1;
+	if (e->limit.nodes >= e->limit.budget_end)
+		return -1;	/* this run's budget: the caller sees no stop */
+	if (base + n > EXACT_MAX_CANDS || st->depth >= st->max_depth) {
+		/* a limit, like the clock: not an error */
+		e->limit.stop = 1;
+		e->limit.why = MD_EXACT_STOP_TOO_BIG;
+		return -1;
+	}
+	if (grow_array((void **)&st->cands, &st->cands_cap, base + n,
+		       sizeof(*st->cands)))
+		return out_of_memory(e);
+	cv = st->cands + base;
+	if (!find_cands(e, g, cv, L, last_rank, &min_offset, &min_lowest,
+			&min_end))
+		return 0;
 	if (e->disabled & MD_EXACT_NO_SECTIONS) {
-		rmax = 0;
-		e->fresh = 0;
+		max_left = 0;
+		e->bound.fresh = 0;
 	} else {
-		rmax = (uint64_t)st_max(e, 1, 0, e->tsize, g->sa, g->sb);
-		if (m + rmax > cap)
+		max_left = (uint64_t)exact_tree_max(e, 1, 0,
+						    e->bound.tree_size,
+						    g->sec_begin, g->sec_end);
+		if (min_lowest + max_left > cap)
 			return 0;
-		if (e->fresh) {
-			e->fresh = 0;
-			if (!section_bound(e, g, cv, nu))
+		if (e->bound.fresh) {
+			e->bound.fresh = 0;
+			if (!exact_bound_sections(e, g, cv, n))
 				return 0;
-		} else if (!local_bound(e)) {
+		} else if (!exact_bound_after_move(e)) {
 			return 0;
 		}
 	}
-	key = e->H ^ g->X ^ e->capkey;
-	if (minc <= L)
-		key ^= mix64(L ^ ((uint64_t)lr << 40) ^ 0x632be59bd9b4e019ULL);
-	if (!(e->disabled & MD_EXACT_NO_MEMO) && memo_has(e, key))
+	key = st->hash ^ g->outside_hash ^ st->cap_key;
+	if (min_offset <= L)
+		key ^= exact_mix64(L ^ ((uint64_t)last_rank << 40) ^
+				   0x632be59bd9b4e019ULL);
+	if (!(e->disabled & MD_EXACT_NO_MEMO) && memo_contains(e, key))
 		return 0;
-	if (e->disabled & MD_EXACT_NO_DOMINANCE)
-		e1 = UINT64_MAX;
-	/* eligible: at or above L, and below the lowest end of all */
-	for (i = 0; i < nu; i++)
-		if (cv[i].b == cv[i].c && cv[i].c < e1 &&
-		    cv[i].c + rmax <= cap &&
-		    (e->twin[cv[i].x] == NONE || e->placed[e->twin[cv[i].x]] ||
-		     (e->disabled & MD_EXACT_NO_SYMMETRY)) &&
-		    (cv[i].c > L || cv[i].r > lr))
-			cv[ne++] = cv[i];
-	sort_cands(cv, ne);
+	ne = eligible_cands(e, cv, n, L, last_rank, min_end, max_left);
 	for (i = 0; i < ne; i++) {
-		struct cand cd = e->ca[cbase + i];
-		uint32_t *u = e->ua + g->ub, last = g->nu - 1, t;
-		int zero, ok, hat;
+		/* the stack moves when it grows: copy, index it again */
+		struct exact_cand cd = st->cands[base + i];
+		uint32_t last = g->count - 1;
+		int cut, ok, hat;
 
-		e->ctop = cbase + ne;
-		ok = place(e, cd.x, cd.c, &zero, &hat);
-		t = u[cd.pos];
-		u[cd.pos] = u[last];
-		u[last] = t;
-		g->nu--;
+		st->ncands = base + ne;
+		ok = place_buffer(e, cd.buf, cd.offset, &cut, &hat);
+		swap_last(e, g, cd.pos, last);
+		g->count--;
 		ret = 0;
 		if (ok) {
-			int parts = 0;
+			int nparts = 0;
 
-			e->depth++;
-			if (zero && g->nu && !(e->disabled & MD_EXACT_NO_DECOMPOSE)) {
-				uint32_t s, nz = 0;
+			st->depth++;
+			if (cut && g->count &&
+			    !(e->disabled & MD_EXACT_NO_DECOMPOSE)) {
+				uint32_t s, ncuts = 0;
 
-				for (s = e->bx[cd.x].lo; s + 1 < e->bx[cd.x].hi; s++)
-					if (!e->cnt[s])
-						e->zs[nz++] = s;
-				ret = solve_parts(e, g->ub, g->nu, nz, cd.c,
-						  cd.r, &parts);
+				for (s = e->buf[cd.buf].sec_begin;
+				     s + 1 < e->buf[cd.buf].sec_end; s++)
+					if (!st->crossing[s])
+						st->cuts[ncuts++] = s;
+				ret = search_parts(e, g->first, g->count, ncuts,
+						   cd.offset, cd.rank, &nparts);
 			}
-			if (parts < 2)
-				ret = search(e, g, cd.c, cd.r);
-			e->depth--;
+			if (nparts < 2)
+				ret = search_group(e, g, cd.offset, cd.rank);
+			st->depth--;
 		}
 		if (ret == 1)
 			return 1;
-		u = e->ua + g->ub;
-		g->nu++;
-		t = u[cd.pos];
-		u[cd.pos] = u[last];
-		u[last] = t;
-		unplace(e);
+		g->count++;
+		swap_last(e, g, cd.pos, last);
+		unplace_last(e);
 		if (ret < 0) {
-			e->ctop = cbase;
+			st->ncands = base;
 			return ret;
 		}
 		/*
-		 * Hatless: nothing unplaced overlaps cd.x, so the rest did not
-		 * depend on it. Every later sibling goes above it (or level,
-		 * ranked after it), and cd.x, whose skyline nothing can raise
-		 * now, could never be placed after one: they all fail too.
+		 * Hatless: nothing unplaced overlaps cd.buf, so the rest did
+		 * not depend on it. Every later sibling goes above it (or
+		 * level, ranked after it), and cd.buf, whose skyline nothing
+		 * can raise now, could never be placed after one: they all
+		 * fail too.
 		 */
 		if (!hat && !(e->disabled & MD_EXACT_NO_HATLESS))
 			break;
 	}
-	e->ctop = cbase;
+	st->ncands = base;
 	if (!(e->disabled & MD_EXACT_NO_MEMO))
-		memo_put(e, key);
-	return 0;
-}
-
-/* ------------------------------------------------------------ setup */
-
-static void ex_free(struct ex *e)
-{
-	free(e->orig);
-	free(e->bx);
-	free(e->nbs);
-	free(e->nb);
-	free(e->obs);
-	free(e->ob);
-	free(e->zb);
-	free(e->live);
-	free(e->f);
-	free(e->R);
-	free(e->off);
-	free(e->cnt);
-	free(e->placed);
-	free(e->rec);
-	free(e->fs);
-	free(e->ss);
-	free(e->mx);
-	free(e->ad);
-	free(e->zs);
-	free(e->P);
-	free(e->bb);
-	free(e->twin);
-	free(e->stk);
-	free(e->sbs);
-	free(e->sb);
-	free(e->mark);
-	free(e->ca);
-	free(e->ua);
-	free(e->memo);
-	free(e->ranks);
-}
-
-/* Neighbour pairs above this make the exact search pointless. */
-#define MAX_PAIRS	(8u << 20)
-
-/*
- * Time neighbours by a sweep in start order: O(n log n + pairs). Two
- * buffers overlap in time iff their section spans intersect.
- */
-static int build_neighbours(struct ex *e)
-{
-	size_t n = e->n, a, b, pairs = 0, k, pass;
-	struct md_kv *kv;
-	uint32_t *deg;
-
-	kv = malloc((n + 1) * sizeof(*kv));
-	deg = calloc(n + 1, sizeof(*deg));
-	e->nbs = calloc(n + 1, sizeof(*e->nbs));
-	if (!kv || !deg || !e->nbs)
-		goto nomem;
-	for (a = 0; a < n; a++)
-		kv[a] = (struct md_kv){ e->bx[a].lo, (uint32_t)a };
-	if (md_sort_kv(kv, n))
-		goto nomem;
-	for (pass = 0; pass < 2; pass++) {
-		for (a = 0; a < n; a++) {
-			uint32_t i = kv[a].idx;
-
-			for (b = a + 1; b < n; b++) {
-				uint32_t j = kv[b].idx;
-
-				if (e->bx[j].lo >= e->bx[i].hi)
-					break;
-				if (!pass) {
-					deg[i]++;
-					deg[j]++;
-					if (++pairs > MAX_PAIRS) {
-						free(kv);
-						free(deg);
-						return -E2BIG;
-					}
-					continue;
-				}
-				k = e->nbs[i] + deg[i]++;
-				e->nb[k] = j;
-				k = e->nbs[j] + deg[j]++;
-				e->nb[k] = i;
-			}
-		}
-		if (pass)
-			break;
-		for (a = 0; a < n; a++)
-			e->nbs[a + 1] = e->nbs[a] + deg[a];
-		e->nb = malloc((2 * pairs + 1) * sizeof(*e->nb));
-		if (!e->nb)
-			goto nomem;
-		memset(deg, 0, n * sizeof(*deg));
-	}
-	free(kv);
-	free(deg);
-	return 0;
-nomem:
-	free(kv);
-	free(deg);
-	return -ENOMEM;
-}
-
-/*
- * Identical buffers (same lifetime, size, alignment) are interchangeable:
- * each one waits for its identical predecessor in input order, so the
- * search never tries both ways round.
- */
-static int find_twins(struct ex *e, const struct md_problem *p)
-{
-	struct md_kv *kv;
-	size_t n = e->n, i, pass;
-
-	kv = malloc((n + 1) * sizeof(*kv));
-	if (!kv)
-		return -ENOMEM;
-	for (i = 0; i < n; i++)
-		kv[i] = (struct md_kv){ 0, (uint32_t)i };
-	/* stable passes: equal buffers end up adjacent, in input order */
-	for (pass = 0; pass < 4; pass++) {
-		for (i = 0; i < n; i++) {
-			const struct md_buffer *b = &p->bufs[e->orig[kv[i].idx]];
-
-			kv[i].key = pass == 0 ? b->align : pass == 1 ? b->size :
-				    pass == 2 ? b->upper : b->lower;
-		}
-		if (md_sort_kv(kv, n)) {
-			free(kv);
-			return -ENOMEM;
-		}
-	}
-	for (i = 0; i < n; i++) {
-		const struct md_buffer *a, *b;
-
-		e->twin[kv[i].idx] = NONE;
-		if (!i)
-			continue;
-		a = &p->bufs[e->orig[kv[i - 1].idx]];
-		b = &p->bufs[e->orig[kv[i].idx]];
-		if (a->lower == b->lower && a->upper == b->upper &&
-		    a->size == b->size && a->align == b->align)
-			e->twin[kv[i].idx] = kv[i - 1].idx;
-	}
-	free(kv);
+		memo_insert(e, key);
 	return 0;
 }
 
 /*
- * Static rankings, tried in turn with growing node budgets. Letters are
- * keys, most significant first, all descending: T the most bytes alive in
- * any section of the buffer's lifetime, W its lifetime, A its area
- * (lifetime x size), Z its size; then input order.
+ * exact_run() - one search for a placement within @cap, in the ranking in
+ * buf[].rank, until limit.budget_end. Return: 1 found (search.offset), 0
+ * proven infeasible, -1 stopped (a limit, cancel, out of memory, or the
+ * budget: limit.stop says which).
  */
-static const char *const orders[] = { "WAT", "TAW", "TWA" };
-#define NORDER (sizeof(orders) / sizeof(orders[0]))
-
-static int build_ranks(struct ex *e, const struct md_problem *p)
+int exact_run(struct exact *e, uint64_t cap)
 {
-	size_t n = e->n, i, k, no = NORDER;
-	struct md_kv *kv;
-	e->norder = no;
-	e->ranks = malloc((no * n + 1) * sizeof(*e->ranks));
-	kv = malloc((n + 1) * sizeof(*kv));
-	if (!e->ranks || !kv) {
-		free(kv);
-		return -ENOMEM;
-	}
-	for (k = 0; k < no; k++) {
-		const char *o = orders[k];
-		int c;
+	struct exact_search *st = &e->search;
+	size_t n = e->prob.nbufs, i;
+	struct exact_group g;
+	uint32_t s, ncuts = 0;
+	int nparts = 0, ret;
 
-		for (i = 0; i < n; i++)
-			kv[i] = (struct md_kv){ 0, (uint32_t)i };
-		for (c = (int)strlen(o) - 1; c >= 0; c--) {
-			for (i = 0; i < n; i++) {
-				uint32_t x = kv[i].idx, s;
-				const struct md_buffer *b = &p->bufs[e->orig[x]];
-				uint64_t v = 0, w = b->upper - b->lower;
-
-				switch (o[c]) {
-				case 'T':
-					for (s = e->bx[x].lo; s < e->bx[x].hi; s++)
-						if (e->live[s] > v)
-							v = e->live[s];
-					break;
-				case 'W':
-					v = w;
-					break;
-				case 'A':
-					v = w > UINT64_MAX / (b->size | 1) ?
-					    UINT64_MAX : w * b->size;
-					break;
-				default:
-					v = b->size;
-					break;
-				}
-				kv[i].key = ~v;
-			}
-			if (md_sort_kv(kv, n)) {
-				free(kv);
-				return -ENOMEM;
-			}
-		}
-		for (i = 0; i < n; i++)
-			e->ranks[k * n + kv[i].idx] = (uint32_t)(i + 1);
-	}
-	free(kv);
-	return 0;
-}
-
-/* Set up the search over the free buffers of p with size > 0. */
-static int ex_init(struct ex *e, const struct md_problem *p,
-		   unsigned int memo_mib)
-{
-	struct md_kv *kv = NULL;
-	size_t n = 0, i, k, nfix = 0, nt = 0, nob = 0, msz;
-	uint64_t seed = 0x243f6a8885a308d3ULL, tot = 0;
-	int ret = -ENOMEM;
-
-	memset(e, 0, sizeof(*e));
-	for (i = 0; i < p->n; i++) {
-		if (p->bufs[i].flags & MD_BUF_FIXED)
-			nfix++;
-		else if (p->bufs[i].size)
-			n++;
-	}
-	e->n = n;
-	e->orig = malloc((n + 1) * sizeof(*e->orig));
-	kv = malloc((2 * p->n + 1) * sizeof(*kv));
-	if (!e->orig || !kv)
-		goto out;
-	for (i = 0, k = 0; i < p->n; i++)
-		if (!(p->bufs[i].flags & MD_BUF_FIXED) && p->bufs[i].size)
-			e->orig[k++] = (uint32_t)i;
-
-	/* sections: the distinct ends of free buffers */
-	e->bx = calloc(n + 1, sizeof(*e->bx));
-	e->zb = malloc((n + 1) * sizeof(*e->zb));
-	if (!e->bx || !e->zb)
-		goto out;
-	for (i = 0; i < n; i++) {
-		const struct md_buffer *b = &p->bufs[e->orig[i]];
-
-		kv[2 * i] = (struct md_kv){ b->lower, (uint32_t)(2 * i) };
-		kv[2 * i + 1] = (struct md_kv){ b->upper, (uint32_t)(2 * i + 1) };
-		e->bx[i].sz = b->size;
-		e->bx[i].al = b->align ? b->align : 1;
-		e->zb[i] = mix64(seed += 0x9e3779b97f4a7c15ULL);
-		tot += b->size;
-		if (tot < b->size || tot > (uint64_t)INT64_MAX / 4) {
-			ret = -E2BIG;
-			goto out;
-		}
-	}
-	if (md_sort_kv(kv, 2 * n))
-		goto out;
-	for (i = 0; i < 2 * n; i++) {
-		uint32_t x = kv[i].idx;
-
-		if (i && kv[i].key != kv[i - 1].key)
-			nt++;
-		if (x & 1)
-			e->bx[x / 2].hi = (uint32_t)nt;
-		else
-			e->bx[x / 2].lo = (uint32_t)nt;
-	}
-	e->m = nt ? nt : 1;
-
-	/* fixed buffers: obstacles of the free buffers alive with them */
-	e->obs = calloc(n + 2, sizeof(*e->obs));
-	if (!e->obs)
-		goto out;
-	if (nfix) {
-		uint32_t *fx = malloc(nfix * sizeof(*fx)), nf = 0;
-
-		if (!fx)
-			goto out;
-		for (k = 0; k < p->n; k++)
-			if ((p->bufs[k].flags & MD_BUF_FIXED) && p->bufs[k].size)
-				fx[nf++] = (uint32_t)k;
-		for (i = 0; i < n; i++) {
-			const struct md_buffer *b = &p->bufs[e->orig[i]];
-
-			for (k = 0; k < nf; k++) {
-				const struct md_buffer *c = &p->bufs[fx[k]];
-
-				if (c->lower < b->upper && b->lower < c->upper)
-					nob++;
-			}
-			e->obs[i + 1] = (uint32_t)nob;
-			e->bx[i].nob = (uint32_t)(nob - e->obs[i]);
-			if (nob > MAX_PAIRS) {
-				free(fx);
-				ret = -E2BIG;
-				goto out;
-			}
-		}
-		e->ob = malloc((2 * nob + 1) * sizeof(*e->ob));
-		if (!e->ob) {
-			free(fx);
-			goto out;
-		}
-		nob = 0;
-		for (i = 0; i < n; i++) {
-			const struct md_buffer *b = &p->bufs[e->orig[i]];
-
-			for (k = 0; k < nf; k++) {
-				const struct md_buffer *c = &p->bufs[fx[k]];
-
-				if (c->lower < b->upper && b->lower < c->upper) {
-					e->ob[2 * nob] = c->offset;
-					e->ob[2 * nob + 1] = c->offset + c->size;
-					nob++;
-				}
-			}
-		}
-		free(fx);
-	}
-
-	ret = build_neighbours(e);
-	if (ret)
-		goto out;
-	ret = -ENOMEM;
-
-	msz = e->m + 1;
-	e->live = calloc(msz, sizeof(*e->live));
-	e->f = calloc(msz, sizeof(*e->f));
-	e->R = calloc(msz, sizeof(*e->R));
-	e->off = calloc(n + 1, sizeof(*e->off));
-	e->cnt = calloc(msz, sizeof(*e->cnt));
-	e->placed = calloc(n + 1, 1);
-	e->rec = calloc(n + 1, sizeof(*e->rec));
-	e->zs = calloc(msz, sizeof(*e->zs));
-	e->P = calloc(msz, sizeof(*e->P));
-	e->mark = calloc(msz, sizeof(*e->mark));
-	e->sbs = calloc(msz + 1, sizeof(*e->sbs));
-	e->bb = calloc(n + 1, sizeof(*e->bb));
-	e->twin = malloc((n + 1) * sizeof(*e->twin));
-	e->stk = malloc((2 * n + 2) * sizeof(*e->stk));
-	if (!e->live || !e->f || !e->R || !e->off || !e->cnt ||
-	    !e->placed || !e->rec || !e->zs || !e->P || !e->mark ||
-	    !e->sbs || !e->bb || !e->twin || !e->stk)
-		goto out;
-	for (i = 0, k = 0; i < n; i++)
-		k += e->bx[i].hi - e->bx[i].lo;
-	if (k > 8 * (size_t)MAX_PAIRS) {
-		ret = -E2BIG;	/* too long-lived to search */
-		goto out;
-	}
-	e->fs = malloc((k + 1) * sizeof(*e->fs));
-	e->sb = malloc((k + 1) * sizeof(*e->sb));
-	e->nsss = e->nbs[n] + 1;
-	e->ss = malloc(e->nsss * sizeof(*e->ss));
-	if (!e->fs || !e->ss || !e->sb)
-		goto out;
-	for (i = 0; i < n; i++) {
-		uint32_t s;
-
-		for (s = e->bx[i].lo; s < e->bx[i].hi; s++) {
-			e->live[s] += e->bx[i].sz;
-			e->sbs[s + 1]++;
-		}
-	}
-	for (i = 0; i < e->m; i++)
-		e->sbs[i + 1] += e->sbs[i];
-	memcpy(e->mark, e->sbs, e->m * sizeof(*e->mark));
-	for (i = 0; i < n; i++) {
-		uint32_t s;
-
-		for (s = e->bx[i].lo; s < e->bx[i].hi; s++)
-			e->sb[e->mark[s]++] = (uint32_t)i;
-	}
-	memset(e->mark, 0, e->m * sizeof(*e->mark));
-	e->tsize = 1;
-	while (e->tsize < e->m)
-		e->tsize <<= 1;
-	e->mx = calloc(2 * e->tsize, sizeof(*e->mx));
-	e->ad = calloc(2 * e->tsize, sizeof(*e->ad));
-	if (!e->mx || !e->ad)
-		goto out;
-
-	ret = find_twins(e, p);
-	if (ret)
-		goto out;
-	ret = build_ranks(e, p);
-	if (ret)
-		goto out;
-	ret = -ENOMEM;
-	if (!memo_mib)
-		memo_mib = 16;
-	msz = ((size_t)memo_mib << 20) / sizeof(uint64_t);
-	k = 4;
-	while (k * 2 <= msz)
-		k *= 2;
-	e->memo = calloc(k, sizeof(*e->memo));
-	if (!e->memo)
-		goto out;
-	e->memo_mask = k - 1;
-	ret = 0;
-out:
-	free(kv);
-	if (ret)
-		ex_free(e);
-	return ret;
-}
-
-/* Reset the state to nothing placed, for capacity cap. */
-static void ex_reset(struct ex *e, uint64_t cap)
-{
-	size_t i, s;
-
-	e->cap = cap;
-	e->capkey = mix64(cap ^ 0x9c6e6877736c46e3ULL ^
-			  ((uint64_t)e->order << 44));
-	for (i = 0; i < e->n; i++)
-		e->bx[i].S = 0;
-	memset(e->f, 0, e->m * sizeof(*e->f));
-	memset(e->placed, 0, e->n);
-	memset(e->cnt, 0, e->m * sizeof(*e->cnt));
-	memset(e->mx, 0, 2 * e->tsize * sizeof(*e->mx));
-	memset(e->ad, 0, 2 * e->tsize * sizeof(*e->ad));
-	e->nrec = e->nf = e->nss = 0;
-	e->depth = 0;
-	e->ctop = e->utop = 0;
-	e->H = 0;
-	for (s = 0; s < e->m; s++) {
-		e->R[s] = e->live[s];
-		if (e->R[s])
-			st_add(e, 1, 0, e->tsize, s, s + 1, (int64_t)e->R[s]);
-	}
-	for (i = 0; i < e->n; i++) {
-		uint32_t b;
-
-		e->H ^= hx(e, (uint32_t)i, 0);
-		for (b = e->bx[i].lo; b + 1 < e->bx[i].hi; b++)
-			e->cnt[b]++;
-	}
-}
-
-/*
- * Search for a placement within cap. Return: 1 found (e->off), 0 proven
- * infeasible, -1 stopped (limit, cancel or out of memory).
- */
-static int ex_run(struct ex *e, uint64_t cap)
-{
-	struct grp g;
-	uint32_t s, nz = 0;
-	size_t i;
-	int parts = 0, ret;
-
-	ex_reset(e, cap);
-	if (!e->n)
+	exact_reset(e, cap);
+	if (!n)
 		return 1;
-	if (grow((void **)&e->ua, &e->ucap, e->n, sizeof(*e->ua))) {
-		e->nomem = 1;
+	if (grow_array((void **)&st->unplaced, &st->unplaced_cap, n,
+		       sizeof(*st->unplaced))) {
+		e->limit.nomem = 1;
 		return -1;
 	}
-	for (i = 0; i < e->n; i++) {
-		if (e->bx[i].sz > cap)
+	for (i = 0; i < n; i++) {
+		if (e->buf[i].size > cap)
 			return 0;
-		e->ua[i] = (uint32_t)i;
+		st->unplaced[i] = (uint32_t)i;
 	}
-	e->utop = e->n;
-	g.ub = 0;
-	g.nu = (uint32_t)e->n;
-	g.sa = 0;
-	g.sb = (uint32_t)e->m;
-	g.X = 0;
-	for (s = 0; s + 1 < e->m; s++)
-		if (!e->cnt[s])
-			e->zs[nz++] = s;
+	st->nunplaced = n;
+	g.first = 0;
+	g.count = (uint32_t)n;
+	g.sec_begin = 0;
+	g.sec_end = (uint32_t)e->prob.nsecs;
+	g.outside_hash = 0;
+	for (s = 0; s + 1 < e->prob.nsecs; s++)
+		if (!st->crossing[s])
+			st->cuts[ncuts++] = s;
 	ret = 0;
-	if (nz && !(e->disabled & MD_EXACT_NO_DECOMPOSE))
-		ret = solve_parts(e, 0, g.nu, nz, 0, 0, &parts);
-	if (parts < 2) {
-		e->fresh = 1;
-		ret = search(e, &g, 0, 0);
+	if (ncuts && !(e->disabled & MD_EXACT_NO_DECOMPOSE))
+		ret = search_parts(e, 0, g.count, ncuts, 0, 0, &nparts);
+	if (nparts < 2) {
+		e->bound.fresh = 1;
+		ret = search_group(e, &g, 0, 0);
 	}
 	return ret;
 }
 
+/* ------------------------------------------------------------ portfolio */
+
 /*
- * Search for a placement within cap: each ranking in turn with a node
+ * Search for a placement within @cap: each ranking in turn with a node
  * budget that doubles every round (failed states stay in the memo, so a
- * restart skips what was refuted before). When lb < cap, every run is
- * paired with one at capacity lb: a tighter capacity prunes much harder,
- * and a plan within lb is a plan within cap (dropped once lb is refuted).
- * With @maxnodes (0: none) it gives up after about that many nodes.
- * Return: 1 found (e->off), 0 proven infeasible, -1 stopped (limit,
- * cancel or out of memory), -2 @maxnodes spent.
+ * restart skips what was refuted before). When @lb < @cap, every run is
+ * paired with one at capacity @lb: a tighter capacity prunes much harder,
+ * and a plan within @lb is a plan within @cap (dropped once @lb is
+ * refuted). With @max_nodes (0: none) it gives up after about that many
+ * nodes. Return: 1 found (search.offset), 0 proven infeasible, -1 stopped
+ * (limit, cancel or out of memory), -2 @max_nodes spent.
  */
-static int ex_solve(struct ex *e, uint64_t cap, uint64_t lb,
-		    uint64_t maxnodes)
+static int try_capacity(struct exact *e, uint64_t cap, uint64_t lb,
+			uint64_t max_nodes)
 {
-	uint64_t budget = 4 * (uint64_t)e->n + 64, end = e->nodes + maxnodes;
-	size_t k, i, norder = e->norder;
+	uint64_t budget = 4 * (uint64_t)e->prob.nbufs + 64;
+	uint64_t end = e->limit.nodes + max_nodes;
+	size_t n = e->prob.nbufs, nrankings = e->prob.nrankings, k, i;
 	int ret, try_lb = lb < cap && !(e->disabled & MD_EXACT_NO_LB_PAIR);
 
 	if (e->disabled & MD_EXACT_NO_RESTARTS) {
-		norder = 1;
-		budget = maxnodes ? maxnodes : UINT64_MAX / 4;
+		nrankings = 1;
+		budget = max_nodes ? max_nodes : UINT64_MAX / 4;
 	}
 	for (;;) {
-		for (k = 0; k < norder; k++) {
+		for (k = 0; k < nrankings; k++) {
 			int pass;
 
-			e->order = k;
-			for (i = 0; i < e->n; i++)
-				e->bx[i].rank = e->ranks[k * e->n + i];
+			e->search.ranking = k;
+			for (i = 0; i < n; i++)
+				e->buf[i].rank = e->prob.rankings[k * n + i];
+			/* pass 0 at the lower bound, pass 1 at cap */
 			for (pass = !try_lb; pass < 2; pass++) {
-				e->bstop = 0;
-				e->budget_end = e->nodes + budget;
-				if (e->budget_end < e->nodes)
-					e->budget_end = UINT64_MAX;
-				ret = ex_run(e, pass ? cap : lb);
-				if (e->nomem || e->stop)
+				e->limit.budget_end = e->limit.nodes + budget;
+				if (e->limit.budget_end < e->limit.nodes)
+					e->limit.budget_end = UINT64_MAX;
+				ret = exact_run(e, pass ? cap : lb);
+				if (e->limit.nomem || e->limit.stop)
 					return -1;
 				if (ret == 1)
 					return 1;
@@ -1312,7 +1362,7 @@ static int ex_solve(struct ex *e, uint64_t cap, uint64_t lb,
 					return 0;
 				if (!ret)
 					try_lb = 0;
-				if (maxnodes && e->nodes >= end)
+				if (max_nodes && e->limit.nodes >= end)
 					return -2;
 			}
 		}
@@ -1340,37 +1390,17 @@ static int check_problem(const struct md_problem *p)
 	return 0;
 }
 
-/* A lower bound on the peak of every plan. */
-static uint64_t lower_bound(const struct md_problem *p)
-{
-	uint64_t lb = md_problem_lower_bound(p, NULL);
-	size_t i;
-
-	for (i = 0; i < p->n; i++) {
-		const struct md_buffer *b = &p->bufs[i];
-		uint64_t top = b->size;
-
-		if (!b->size)
-			continue;
-		if (b->flags & MD_BUF_FIXED)
-			top = b->offset + b->size;
-		if (top > lb)
-			lb = top;
-	}
-	return lb;
-}
-
 /* The search's offsets in problem order (fixed ones kept, empty ones 0). */
-static void export(const struct ex *e, const struct md_problem *p,
-		   uint64_t *out)
+static void export_offsets(const struct exact *e, const struct md_problem *p,
+			   uint64_t *out)
 {
 	size_t i;
 
 	for (i = 0; i < p->n; i++)
 		out[i] = (p->bufs[i].flags & MD_BUF_FIXED) ? p->bufs[i].offset
 							   : 0;
-	for (i = 0; i < e->n; i++)
-		out[e->orig[i]] = e->off[i];
+	for (i = 0; i < e->prob.nbufs; i++)
+		out[e->prob.orig[i]] = e->search.offset[i];
 }
 
 MD_API const char *md_exact_status_name(int status)
@@ -1414,7 +1444,7 @@ MD_API const char *md_exact_prune_name(unsigned int bit)
 {
 	unsigned int i;
 
-	for (i = 0; i < sizeof(prune_names) / sizeof(prune_names[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(prune_names); i++)
 		if (bit == 1u << i)
 			return prune_names[i];
 	return NULL;
@@ -1435,7 +1465,7 @@ MD_API int md_exact_prune_parse(const char *list, unsigned int *bits)
 		size_t len = strcspn(p, ",");
 		int found = 0;
 
-		for (i = 0; i < sizeof(prune_names) / sizeof(prune_names[0]); i++)
+		for (i = 0; i < ARRAY_SIZE(prune_names); i++)
 			if (len == strlen(prune_names[i]) &&
 			    !strncmp(p, prune_names[i], len)) {
 				out |= 1u << i;
@@ -1464,7 +1494,7 @@ static int exact_solve(const struct md_problem *p,
 	struct md_exact_opts def = { 0 };
 	struct md_plan heur;
 	struct timespec t0;
-	struct ex e;
+	struct exact e;
 	uint64_t *best = NULL, lb, ub;
 	int ret, r, have_search = 0;
 	uint64_t budget;
@@ -1485,13 +1515,13 @@ static int exact_solve(const struct md_problem *p,
 	best = heur.offsets;
 	heur.offsets = NULL;
 	ub = heur.peak;
-	lb = lower_bound(p);
+	lb = exact_lower_bound(p);
 	res->n = p->n;
 	res->capacity = opts->capacity;
 	res->heuristic = 1;
 
 	memset(&e, 0, sizeof(e));
-	e.t0 = t0;
+	e.limit.start = t0;
 
 	if (!opts->minimize && ub <= opts->capacity) {
 		res->status = MD_EXACT_FEASIBLE;
@@ -1510,8 +1540,9 @@ static int exact_solve(const struct md_problem *p,
 		goto done;
 	}
 
-	ret = ex_init(&e, p, opts->memo_mib);
-	e.t0 = t0;	/* the clock runs from the call, heuristics included */
+	ret = exact_setup(&e, p, opts->memo_mib);
+	/* the clock runs from the call, heuristics included */
+	e.limit.start = t0;
 	if (ret == -E2BIG) {
 		/* too big to search: the heuristic is the answer */
 		res->status = MD_EXACT_LIMIT;
@@ -1523,24 +1554,24 @@ static int exact_solve(const struct md_problem *p,
 		goto out;
 	have_search = 1;
 	e.disabled = opts->disable;
-	e.max_nodes = opts->max_nodes;
-	e.max_depth = stack > STACK_SPARE ?
-		      (uint32_t)((stack - STACK_SPARE) / FRAME_BYTES) : 0;
-	e.deadline = opts->time_limit;
-	e.cancel = opts->cancel;
-	e.progress = opts->progress;
-	e.progress_arg = opts->progress_arg;
-	e.best_peak = ub;
-	e.proven_lb = lb;
+	e.limit.max_nodes = opts->max_nodes;
+	e.search.max_depth = stack > EXACT_STACK_SPARE ?
+		(uint32_t)((stack - EXACT_STACK_SPARE) / EXACT_FRAME_BYTES) : 0;
+	e.limit.deadline = opts->time_limit;
+	e.limit.cancel = opts->cancel;
+	e.limit.progress = opts->progress;
+	e.limit.progress_arg = opts->progress_arg;
+	e.limit.best_peak = ub;
+	e.limit.proven_lb = lb;
 
 	if (!opts->minimize) {
-		r = ex_solve(&e, opts->capacity, lb, 0);
-		if (e.nomem) {
+		r = try_capacity(&e, opts->capacity, lb, 0);
+		if (e.limit.nomem) {
 			ret = -ENOMEM;
 			goto out;
 		}
 		if (r == 1) {
-			export(&e, p, best);
+			export_offsets(&e, p, best);
 			res->heuristic = 0;
 			res->status = MD_EXACT_FEASIBLE;
 			res->proven = 1;
@@ -1562,7 +1593,7 @@ static int exact_solve(const struct md_problem *p,
 	 * that capacity; then the middle between bound and best peak. A
 	 * plan found lowers the best peak, a proof raises the bound.
 	 */
-	budget = 8 * (uint64_t)e.n + 4096;
+	budget = 8 * (uint64_t)e.prob.nbufs + 4096;
 	while (lb < ub) {
 		uint64_t caps[2] = { ub - 1, lb + (ub - lb) / 2 };
 		int k, settled = 0;
@@ -1570,17 +1601,17 @@ static int exact_solve(const struct md_problem *p,
 		for (k = 0; k < 2 && !settled; k++) {
 			if (k && caps[1] >= caps[0])
 				break;
-			e.best_peak = ub;
-			e.proven_lb = lb;
-			r = ex_solve(&e, caps[k], lb, budget);
-			if (e.nomem) {
+			e.limit.best_peak = ub;
+			e.limit.proven_lb = lb;
+			r = try_capacity(&e, caps[k], lb, budget);
+			if (e.limit.nomem) {
 				ret = -ENOMEM;
 				goto out;
 			}
 			if (r == -1)
 				goto limit;
 			if (r == 1) {
-				export(&e, p, best);
+				export_offsets(&e, p, best);
 				res->heuristic = 0;
 				ub = md_plan_peak(p, best);
 				settled = 1;
@@ -1610,19 +1641,20 @@ done:
 	best = NULL;
 	res->peak = md_plan_peak(p, res->offsets);
 	res->lower_bound = lb;
-	res->nodes = e.nodes;
-	res->seconds = elapsed(&e);
+	res->nodes = e.limit.nodes;
+	res->seconds = exact_elapsed(&e);
 	if (!res->proven && !res->stopped)
-		res->stopped = e.why ? e.why : MD_EXACT_STOP_TIME;
-	if (e.progress) {
-		e.best_peak = res->peak;
-		e.proven_lb = lb;
+		res->stopped = e.limit.why ? e.limit.why
+					   : MD_EXACT_STOP_TIME;
+	if (e.limit.progress) {
+		e.limit.best_peak = res->peak;
+		e.limit.proven_lb = lb;
 		report(&e, res->seconds);
 	}
 	ret = 0;
 out:
 	if (have_search)
-		ex_free(&e);
+		exact_free(&e);
 	free(best);
 	if (ret)
 		memset(res, 0, sizeof(*res));
@@ -1659,7 +1691,7 @@ MD_API int md_exact_solve(const struct md_problem *p,
 	pthread_t t;
 	size_t n = p ? p->n : 0;
 
-	c.stack = STACK_SPARE + (n + 16) * (size_t)FRAME_BYTES;
+	c.stack = EXACT_STACK_SPARE + (n + 16) * (size_t)EXACT_FRAME_BYTES;
 	if (pthread_attr_init(&attr))
 		return -ENOMEM;
 	if (pthread_attr_setstacksize(&attr, c.stack) ||
