@@ -136,38 +136,7 @@ static int try_capacity(struct exact *e, uint64_t cap, uint64_t lb,
 	}
 }
 
-/* ------------------------------------------------------------ API */
-
-static int check_problem(const struct md_problem *p)
-{
-	size_t i;
-
-	if (!p || (p->n && !p->bufs) || p->n >= UINT32_MAX / 4)
-		return -EINVAL;
-	for (i = 0; i < p->n; i++) {
-		const struct md_buffer *b = &p->bufs[i];
-
-		if (b->upper <= b->lower || !b->align)
-			return -EINVAL;
-		if ((b->flags & MD_BUF_FIXED) &&
-		    (b->offset % b->align || b->offset + b->size < b->offset))
-			return -EINVAL;
-	}
-	return 0;
-}
-
-/* The search's offsets in problem order (fixed ones kept, empty ones 0). */
-static void export_offsets(const struct exact *e, const struct md_problem *p,
-			   uint64_t *out)
-{
-	size_t i;
-
-	for (i = 0; i < p->n; i++)
-		out[i] = (p->bufs[i].flags & MD_BUF_FIXED) ? p->bufs[i].offset
-							   : 0;
-	for (i = 0; i < e->prob.nbufs; i++)
-		out[e->prob.orig[i]] = e->search.offset[i];
-}
+/* ------------------------------------------------------------ names */
 
 MD_API const char *md_exact_status_name(int status)
 {
@@ -247,6 +216,121 @@ MD_API int md_exact_prune_parse(const char *list, unsigned int *bits)
 	return 0;
 }
 
+/* ------------------------------------------------------------ modes */
+
+static int check_problem(const struct md_problem *p)
+{
+	size_t i;
+
+	if (!p || (p->n && !p->bufs) || p->n >= UINT32_MAX / 4)
+		return -EINVAL;
+	for (i = 0; i < p->n; i++) {
+		const struct md_buffer *b = &p->bufs[i];
+
+		if (b->upper <= b->lower || !b->align)
+			return -EINVAL;
+		if ((b->flags & MD_BUF_FIXED) &&
+		    (b->offset % b->align || b->offset + b->size < b->offset))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* The search's offsets in problem order (fixed ones kept, empty ones 0). */
+static void export_offsets(const struct exact *e, const struct md_problem *p,
+			   uint64_t *out)
+{
+	size_t i;
+
+	for (i = 0; i < p->n; i++)
+		out[i] = (p->bufs[i].flags & MD_BUF_FIXED) ? p->bufs[i].offset
+							   : 0;
+	for (i = 0; i < e->prob.nbufs; i++)
+		out[e->prob.orig[i]] = e->search.offset[i];
+}
+
+/*
+ * Exact mode: a plan within @cap into @best, or a proof that none exists
+ * (*@lb goes above @cap). Return: 0 or -ENOMEM.
+ */
+static int solve_exact_mode(struct exact *e, const struct md_problem *p,
+			    uint64_t cap, uint64_t *best, uint64_t *lb,
+			    struct md_exact_result *res)
+{
+	int r = try_capacity(e, cap, *lb, 0);
+
+	if (e->limit.nomem)
+		return -ENOMEM;
+	if (r == 1) {
+		export_offsets(e, p, best);
+		res->heuristic = 0;
+		res->status = MD_EXACT_FEASIBLE;
+		res->proven = 1;
+	} else if (r == 0) {
+		res->status = MD_EXACT_INFEASIBLE;
+		res->proven = 1;
+		*lb = cap + 1;
+	} else {
+		res->status = MD_EXACT_LIMIT;
+	}
+	return 0;
+}
+
+/*
+ * Minimize mode, from the proven bound *@lb and the best peak @ub (the
+ * plan in @best): rounds with a node budget that doubles when a round
+ * settles nothing. Each round first runs exact mode just below the best
+ * peak (paired with a run at the proven bound, as exact mode does), so
+ * minimize gets at least as far as exact mode would at that capacity;
+ * then the middle between bound and best peak. A plan found lowers the
+ * best peak, a proof raises the bound. Return: 0 or -ENOMEM.
+ */
+static int solve_minimize(struct exact *e, const struct md_problem *p,
+			  uint64_t *best, uint64_t *lb_io, uint64_t ub,
+			  struct md_exact_result *res)
+{
+	uint64_t budget = 8 * (uint64_t)e->prob.nbufs + 4096, lb = *lb_io;
+	int r;
+
+	while (lb < ub) {
+		uint64_t caps[2] = { ub - 1, lb + (ub - lb) / 2 };
+		int k, settled = 0;
+
+		for (k = 0; k < 2 && !settled; k++) {
+			if (k && caps[1] >= caps[0])
+				break;
+			e->limit.best_peak = ub;
+			e->limit.proven_lb = lb;
+			r = try_capacity(e, caps[k], lb, budget);
+			if (e->limit.nomem)
+				return -ENOMEM;
+			if (r == -1)
+				goto limit;
+			if (r == 1) {
+				export_offsets(e, p, best);
+				res->heuristic = 0;
+				ub = md_plan_peak(p, best);
+				settled = 1;
+			} else if (!r) {
+				lb = caps[k] + 1;
+				settled = 1;
+			}
+		}
+		if (!settled)
+			budget *= 2;
+	}
+limit:
+	if (lb >= ub) {
+		lb = ub;
+		res->status = MD_EXACT_OPTIMAL;
+		res->proven = 1;
+	} else {
+		res->status = MD_EXACT_LIMIT;
+	}
+	*lb_io = lb;
+	return 0;
+}
+
 MD_API void md_exact_result_free(struct md_exact_result *res)
 {
 	free(res->offsets);
@@ -262,8 +346,7 @@ static int exact_solve(const struct md_problem *p,
 	struct timespec t0;
 	struct exact e;
 	uint64_t *best = NULL, lb, ub;
-	int ret, r, have_search = 0;
-	uint64_t budget;
+	int ret, have_search = 0;
 
 	memset(res, 0, sizeof(*res));
 	if (!opts) {
@@ -330,73 +413,12 @@ static int exact_solve(const struct md_problem *p,
 	e.limit.best_peak = ub;
 	e.limit.proven_lb = lb;
 
-	if (!opts->minimize) {
-		r = try_capacity(&e, opts->capacity, lb, 0);
-		if (e.limit.nomem) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		if (r == 1) {
-			export_offsets(&e, p, best);
-			res->heuristic = 0;
-			res->status = MD_EXACT_FEASIBLE;
-			res->proven = 1;
-		} else if (r == 0) {
-			res->status = MD_EXACT_INFEASIBLE;
-			res->proven = 1;
-			lb = opts->capacity + 1;
-		} else {
-			res->status = MD_EXACT_LIMIT;
-		}
-		goto done;
-	}
-
-	/*
-	 * Minimize: rounds with a node budget that doubles when a round
-	 * settles nothing. Each round first runs exact mode just below the
-	 * best peak (paired with a run at the proven bound, as exact mode
-	 * does), so minimize gets at least as far as exact mode would at
-	 * that capacity; then the middle between bound and best peak. A
-	 * plan found lowers the best peak, a proof raises the bound.
-	 */
-	budget = 8 * (uint64_t)e.prob.nbufs + 4096;
-	while (lb < ub) {
-		uint64_t caps[2] = { ub - 1, lb + (ub - lb) / 2 };
-		int k, settled = 0;
-
-		for (k = 0; k < 2 && !settled; k++) {
-			if (k && caps[1] >= caps[0])
-				break;
-			e.limit.best_peak = ub;
-			e.limit.proven_lb = lb;
-			r = try_capacity(&e, caps[k], lb, budget);
-			if (e.limit.nomem) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			if (r == -1)
-				goto limit;
-			if (r == 1) {
-				export_offsets(&e, p, best);
-				res->heuristic = 0;
-				ub = md_plan_peak(p, best);
-				settled = 1;
-			} else if (!r) {
-				lb = caps[k] + 1;
-				settled = 1;
-			}
-		}
-		if (!settled)
-			budget *= 2;
-	}
-limit:
-	if (lb >= ub) {
-		lb = ub;
-		res->status = MD_EXACT_OPTIMAL;
-		res->proven = 1;
-	} else {
-		res->status = MD_EXACT_LIMIT;
-	}
+	if (!opts->minimize)
+		ret = solve_exact_mode(&e, p, opts->capacity, best, &lb, res);
+	else
+		ret = solve_minimize(&e, p, best, &lb, ub, res);
+	if (ret)
+		goto out;
 done:
 	ret = md_plan_validate(p, best, NULL);
 	if (ret) {
@@ -426,6 +448,8 @@ out:
 		memset(res, 0, sizeof(*res));
 	return ret;
 }
+
+/* ------------------------------------------------------------ thread */
 
 struct solve_call {
 	const struct md_problem *p;
