@@ -46,8 +46,8 @@
 
 /*
  * One buffer the search places (free, size > 0), its hot fields together.
- * Set-up fills size to nfixed; the search changes skyline, and rank with
- * each ranking it tries.
+ * size, align, the sections and nfixed are set up once; the search moves
+ * skyline, and sets rank for each ranking it tries.
  */
 struct exact_buf {
 	uint64_t skyline;	/* highest top placed over its lifetime */
