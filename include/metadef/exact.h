@@ -11,7 +11,7 @@
  *
  * The search is a branch and bound over canonical placements: buffers are
  * placed in non-decreasing offset order, each at the lowest offset where it
- * fits on top of those already placed; see lib/exact.c for the pruning.
+ * fits on top of those already placed; see lib/exact.md for the pruning.
  * Alignment and fixed (MD_BUF_FIXED) buffers are honoured.
  *
  * Conventions as in metadef.h: 0 or a negative errno, nothing prints.
