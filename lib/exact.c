@@ -514,7 +514,7 @@ static int solve_minimize(struct exact *e, const struct md_problem *p,
 	uint64_t budget = 8 * (uint64_t)e->prob.nbufs + 4096, lb = *lb_io;
 	double slice = 0.1, deadline = e->limit.deadline;
 	struct line alt = { 0 };
-	int r, ret = 0, large;
+	int r, ret = 0, large, nosearch = 0;
 
 	add_step(res, exact_elapsed(e), ub, 0);
 	/*
@@ -533,6 +533,25 @@ static int solve_minimize(struct exact *e, const struct md_problem *p,
 		uint64_t caps[2] = { ub - 1, lb + (ub - lb) / 2 };
 		double round_start = exact_elapsed(e);
 		int k, settled = 0;
+
+		if (nosearch) {
+			/* the search gave up: the rest is improvement */
+			ret = improve_turn(e, p, opts, res, best, &ub, lb,
+					   opts->time_limit > 0 ? 2.0 : 0,
+					   &alt);
+			if (ret)
+				goto out;
+			if (opts->cancel && *opts->cancel)
+				e->limit.why = MD_EXACT_STOP_CANCEL;
+			else if (opts->time_limit > 0 &&
+				 exact_elapsed(e) >= opts->time_limit)
+				e->limit.why = MD_EXACT_STOP_TIME;
+			else if (opts->time_limit > 0)
+				continue;
+			else
+				e->limit.why = MD_EXACT_STOP_TOO_BIG;
+			goto limit;
+		}
 
 		for (k = 0; k < 2 && !settled; k++) {
 			if (k && caps[1] >= caps[0])
@@ -561,6 +580,14 @@ static int solve_minimize(struct exact *e, const struct md_problem *p,
 				e->limit.why = MD_EXACT_STOP_NONE;
 				r = -2;
 			}
+			if (r == -1 && large &&
+			    e->limit.why == MD_EXACT_STOP_TOO_BIG) {
+				/* too deep to search: improve until the limit */
+				e->limit.stop = 0;
+				e->limit.why = MD_EXACT_STOP_NONE;
+				nosearch = 1;
+				break;
+			}
 			if (r == -1)
 				goto limit;
 			if (r == 1) {
@@ -575,7 +602,7 @@ static int solve_minimize(struct exact *e, const struct md_problem *p,
 				settled = 1;
 			}
 		}
-		if (settled)
+		if (settled || nosearch)
 			continue;
 		budget *= 2;
 		/*
