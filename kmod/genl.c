@@ -281,22 +281,27 @@ static int fill_domain(struct sk_buff *skb, struct md_domain *dom)
 	return 0;
 }
 
-static int md_genl_domain_dump(struct sk_buff *skb, struct netlink_callback *cb)
+/*
+ * One message per object of @xa from where the last message stopped, under
+ * its xa_lock; @fill adds an object's attributes. A full buffer ends this
+ * message: the rest comes in the next one.
+ */
+static int dump_xa(struct sk_buff *skb, struct netlink_callback *cb,
+		   struct xarray *xa, u8 cmd,
+		   int (*fill)(struct sk_buff *skb, void *obj))
 {
-	struct md_device *mdev = md_genl_dev;
-	struct md_domain *dom;
 	unsigned long id;
+	void *obj, *hdr;
 	int ret = 0;
-	void *hdr;
 
-	xa_lock(&mdev->domains);
-	xa_for_each_start(&mdev->domains, id, dom, cb->args[0]) {
-		hdr = dump_put(skb, cb, METADEF_CMD_DOMAIN_GET);
+	xa_lock(xa);
+	xa_for_each_start(xa, id, obj, cb->args[0]) {
+		hdr = dump_put(skb, cb, cmd);
 		if (!hdr) {
 			ret = -EMSGSIZE;
 			break;
 		}
-		ret = fill_domain(skb, dom);
+		ret = fill(skb, obj);
 		if (ret) {
 			genlmsg_cancel(skb, hdr);
 			break;
@@ -304,11 +309,21 @@ static int md_genl_domain_dump(struct sk_buff *skb, struct netlink_callback *cb)
 		genlmsg_end(skb, hdr);
 		cb->args[0] = id + 1;
 	}
-	xa_unlock(&mdev->domains);
-	/* A full buffer: the rest comes in the next message. */
+	xa_unlock(xa);
 	if (ret == -EMSGSIZE && skb->len)
 		return skb->len;
 	return ret ?: skb->len;
+}
+
+static int fill_domain_obj(struct sk_buff *skb, void *obj)
+{
+	return fill_domain(skb, obj);
+}
+
+static int md_genl_domain_dump(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	return dump_xa(skb, cb, &md_genl_dev->domains, METADEF_CMD_DOMAIN_GET,
+		       fill_domain_obj);
 }
 
 /* Under the xa_lock of mdev->mmap_ids, as debugfs "regions". */
@@ -327,33 +342,15 @@ static int fill_region(struct sk_buff *skb, struct md_region *r)
 	return 0;
 }
 
+static int fill_region_obj(struct sk_buff *skb, void *obj)
+{
+	return fill_region(skb, obj);
+}
+
 static int md_genl_region_dump(struct sk_buff *skb, struct netlink_callback *cb)
 {
-	struct md_device *mdev = md_genl_dev;
-	struct md_region *r;
-	unsigned long id;
-	int ret = 0;
-	void *hdr;
-
-	xa_lock(&mdev->mmap_ids);
-	xa_for_each_start(&mdev->mmap_ids, id, r, cb->args[0]) {
-		hdr = dump_put(skb, cb, METADEF_CMD_REGION_GET);
-		if (!hdr) {
-			ret = -EMSGSIZE;
-			break;
-		}
-		ret = fill_region(skb, r);
-		if (ret) {
-			genlmsg_cancel(skb, hdr);
-			break;
-		}
-		genlmsg_end(skb, hdr);
-		cb->args[0] = id + 1;
-	}
-	xa_unlock(&mdev->mmap_ids);
-	if (ret == -EMSGSIZE && skb->len)
-		return skb->len;
-	return ret ?: skb->len;
+	return dump_xa(skb, cb, &md_genl_dev->mmap_ids, METADEF_CMD_REGION_GET,
+		       fill_region_obj);
 }
 
 /* ---------------------------------------------------------------- quota */
