@@ -288,6 +288,18 @@ static int takes(const struct lns *s, uint32_t x, uint64_t band)
 }
 
 /*
+ * The band's floor from @v: no higher than c's offset (c is always taken
+ * out), rounded down to a multiple of every alignment (0 when their lcm
+ * is unbounded), so that offsets relative to it stay aligned.
+ */
+static uint64_t band_floor_at(const struct lns *s, uint32_t c, uint64_t v)
+{
+	if (v > s->off[c])
+		v = s->off[c];
+	return s->align ? v - v % s->align : 0;
+}
+
+/*
  * One step around buffer @c. Return 1 when the plan changed, 0 when it
  * did not, or a negative errno.
  */
@@ -326,9 +338,7 @@ static int step(struct lns *s, uint32_t c)
 			if (len == 1)
 				break;
 		}
-		if (band > s->off[c])
-			band = s->off[c];
-		band = s->align ? band - band % s->align : 0;
+		band = band_floor_at(s, c, band);
 	}
 	target = s->peak - 1;
 
@@ -364,10 +374,7 @@ static int step(struct lns *s, uint32_t c)
 		qsort_r(s->near, nnear, sizeof(*s->near), by_offset_desc, s);
 		for (i = k = 0; i < nnear && k < want; i++)
 			k += takes(s, s->near[i], 0);
-		band = s->off[s->near[i - 1]];
-		if (band > s->off[c])
-			band = s->off[c];
-		band = s->align ? band - band % s->align : 0;
+		band = band_floor_at(s, c, s->off[s->near[i - 1]]);
 	}
 	for (attempt = 0;; attempt++) {
 		for (i = 0; i < nnear; i++) {
@@ -439,8 +446,8 @@ static int step(struct lns *s, uint32_t c)
 		nfreed = 0;
 		if (attempt == 2 || !band)
 			goto out;
-		band = band > s->peak - band ? band - (s->peak - band) : 0;
-		band = s->align ? band - band % s->align : 0;
+		band = band_floor_at(s, c, band > s->peak - band ?
+					     band - (s->peak - band) : 0);
 		ret = collect(s, w0, w1, &nnear);
 		if (ret)
 			return ret;
