@@ -280,6 +280,13 @@ $(B)/selftests/lib/caching_test: selftests/lib/caching_test.c tools/bench/cachin
 	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_CFLAGS) -Ilib -Itools/bench -o $@ \
 		$(filter %.c,$^) $(LIB_A) $(LIB_LIBS)
 
+# The footprint report's smoke test runs models_bench --quick (and it
+# metadef-plan) on the graphs in the source tree.
+$(B)/selftests/lib/models_bench_test: selftests/lib/models_bench_test.c $(KSFT_HDR) \
+		$(B)/bench/models_bench $(B)/bin/metadef-plan
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_CFLAGS) -DMD_SRCDIR='"$(CURDIR)"' -o $@ $<
+
 # The CLI test runs the tool: build it with the host tests.
 $(B)/selftests/lib/plan_cli_test: $(B)/bin/metadef-plan
 $(B)/selftests/lib/exact_cli_test: $(B)/bin/metadef-plan
@@ -321,7 +328,8 @@ $(B)/demo/region $(B)/demo/runtime: $(B)/demo/%: tools/demo/%.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(LIB_LIBS)
 
-bench: bench-buddy bench-copy bench-plan bench-exact bench-scale bench-dynamic bench-alloc
+bench: bench-buddy bench-copy bench-plan bench-exact bench-scale bench-dynamic bench-alloc \
+	bench-models
 
 # The offset planner against TFLite's greedy-by-size, XLA's best-fit heap
 # and MiniMalloc (../shared/peers) on ../shared/bench, random families and
@@ -381,6 +389,22 @@ bench-dynamic: $(B)/bench/dynamic_bench
 $(B)/bench/dynamic_bench: tools/bench/dynamic_bench.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(LIB_LIBS)
+
+# The footprint report: per workload, device memory without reuse, under a
+# model of PyTorch's caching allocator (tools/bench/caching.c), metadef's
+# heuristic and exact plans and the lower bound; goals checked; the table
+# in $(B)/bench/models/report.md, an SVG per plan beside it. MODELS_LIMIT:
+# seconds of exact planning per model.
+MODELS_LIMIT	?= 15
+.PHONY: bench-models
+bench-models: $(B)/bench/models_bench $(B)/bin/metadef-plan $(B)/bench/dynamic_bench
+	$(B)/bench/models_bench -t $(MODELS_LIMIT) -m $(B)/bench/models/in \
+		-o $(B)/bench/models --dynamic $(B)/bench/dynamic_bench
+
+$(B)/bench/models_bench: tools/bench/models_bench.c tools/bench/caching.c \
+		tools/bench/caching.h $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -Ilib -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS)
 
 # The tiered pools' alloc+free latency against glibc malloc, jemalloc and
 # mimalloc (dlopen()ed when installed: tools/deps.sh bench), same traces.

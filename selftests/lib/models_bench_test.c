@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Host test: the footprint report's quick mode (models_bench --quick on
+ * the small graphs of tools/bench/models), so that a broken bench shows
+ * in make check without the long run: every row measured, the figures
+ * consistent (the bench checks them itself), report.md and an SVG per
+ * row written; a missing model is reported as such and fails a full run.
+ */
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+
+#ifndef MD_SRCDIR
+#define MD_SRCDIR "."
+#endif
+
+static const char *const rows[] = {
+	"cnn", "mlp", "mixed", "train", "train-reuse", "lstm", NULL
+};
+
+static char bin[PATH_MAX];
+
+static int find_bin(void)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		return -1;
+	exe[n] = '\0';
+	/* build/selftests/lib/models_bench_test -> build/bench/models_bench */
+	snprintf(bin, sizeof(bin), "%s/../../bench/models_bench", dirname(exe));
+	return access(bin, X_OK);
+}
+
+/* Run models_bench @args from the source tree: its status, its output. */
+static int run(const char *args, char *out, size_t len)
+{
+	char cmd[PATH_MAX * 2 + 512];
+	size_t n;
+	FILE *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' %s 2>&1", MD_SRCDIR, bin,
+		 args);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	n = fread(out, 1, len - 1, p);
+	out[n] = '\0';
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *slurp(const char *dir, const char *name)
+{
+	char path[PATH_MAX + 64];
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f, *m;
+	int c;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	m = open_memstream(&buf, &len);
+	if (m) {
+		while ((c = fgetc(f)) != EOF)
+			fputc(c, m);
+		fclose(m);
+	}
+	fclose(f);
+	return buf;
+}
+
+FIXTURE(bench) {
+	char dir[64];
+	char out[1 << 16];
+};
+
+FIXTURE_SETUP(bench)
+{
+	if (find_bin())
+		SKIP(return, "build/bench/models_bench not built");
+	snprintf(self->dir, sizeof(self->dir), "/tmp/models-bench-test.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->dir));
+}
+
+FIXTURE_TEARDOWN(bench)
+{
+	char cmd[128];
+
+	if (self->dir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dir);
+		if (system(cmd) != 0)
+			TH_LOG("could not remove %s", self->dir);
+	}
+}
+
+TEST_F(bench, quick_report)
+{
+	char args[256], line[128], name[128];
+	char *report, *svg;
+	int rc, i;
+
+	snprintf(args, sizeof(args), "--quick -t 0.5 -r 3 -o '%s'", self->dir);
+	rc = run(args, self->out, sizeof(self->out));
+	if (rc)
+		TH_LOG("rc %d: %s", rc, self->out);
+	ASSERT_EQ(0, rc);
+	EXPECT_NE(NULL, strstr(self->out, "quick run: goals shown"));
+	EXPECT_EQ(NULL, strstr(self->out, "not measured"));
+	EXPECT_EQ(NULL, strstr(self->out, "a bug"));
+
+	report = slurp(self->dir, "report.md");
+	ASSERT_NE(NULL, report);
+	EXPECT_NE(NULL, strstr(report, "| workload | tensors | no reuse |"));
+	EXPECT_NE(NULL, strstr(report, "### Goals"));
+	EXPECT_NE(NULL, strstr(report, "mixed serving"));
+	EXPECT_NE(NULL, strstr(report, "conflict detection"));
+	for (i = 0; rows[i]; i++) {
+		/* A measured row: its name, then its tensor count. */
+		snprintf(line, sizeof(line), "\n| %s | ", rows[i]);
+		EXPECT_NE(NULL, strstr(report, line));
+		snprintf(name, sizeof(name), "%s.svg", rows[i]);
+		svg = slurp(self->dir, name);
+		EXPECT_NE(NULL, svg);
+		if (svg) {
+			EXPECT_NE(NULL, strstr(svg, "<svg"));
+			EXPECT_NE(NULL, strstr(svg, "</svg>"));
+		}
+		free(svg);
+	}
+	/* Small graphs: every plan at the lower bound. */
+	EXPECT_NE(NULL, strstr(report, "6 of 6 measured rows within"));
+	free(report);
+}
+
+TEST_F(bench, missing_models_fail_a_full_run)
+{
+	char args[256];
+	int rc;
+
+	snprintf(args, sizeof(args), "-t 0.2 -r 1 -m '%s/none' -o '%s'",
+		 self->dir, self->dir);
+	rc = run(args, self->out, sizeof(self->out));
+	EXPECT_EQ(1, rc);
+	EXPECT_NE(NULL, strstr(self->out, "not measured"));
+	EXPECT_NE(NULL, strstr(self->out, "NOT JUDGED"));
+	EXPECT_NE(NULL, strstr(self->out, "\n| lstm | - |"));
+}
+
+TEST_F(bench, usage)
+{
+	EXPECT_EQ(2, run("--no-such-option", self->out, sizeof(self->out)));
+	EXPECT_EQ(2, run("-t 0", self->out, sizeof(self->out)));
+	EXPECT_EQ(2, run("extra", self->out, sizeof(self->out)));
+	EXPECT_EQ(0, run("--help", self->out, sizeof(self->out)));
+	EXPECT_NE(NULL, strstr(self->out, "usage: models_bench"));
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,897 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * models_bench: the footprint report. For every workload (a model, or
+ * several that share one arena) the device memory it takes:
+ *
+ *   no reuse    every tensor in its own memory (md_reuse_stats.tensor_bytes)
+ *   caching     a framework's caching allocator (caching.c, PyTorch's
+ *               CUDACachingAllocator as documented) serving the graph's
+ *               alloc/free events in execution order: peak reserved bytes
+ *               (segments held), and peak allocated beside it
+ *   heuristic   metadef's plan, md_graph_plan() with default options
+ *   exact       metadef's exact planner in minimize mode, time-limited
+ *               (md_exact_solve(), as metadef-plan --minimize runs it)
+ *   lower bound the most bytes alive at once, or the exact planner's
+ *               proven bound when that is higher
+ *
+ * The events are those of md_graph_lower(): a tensor is allocated at the
+ * step of the op that makes it and freed after its last use; in-place
+ * outputs share their input's block, contiguous groups are one block.
+ * Models that share an arena (md_overlay()) are served by the caching
+ * allocator one after the other in one process; its reserved memory after
+ * both is compared with metadef's shared arena.
+ *
+ * Each workload's exact plan is written as a CSV (offsets fixed) and drawn
+ * by metadef-plan --svg under the output directory; the table goes to
+ * stdout and OUT/report.md.
+ *
+ * Goals (full run; exit status 1 when one is missed or cannot be judged):
+ *   - mixed serving: metadef's shared arena >= 37 % below the caching
+ *     allocator's reserved memory;
+ *   - training with gradient-buffer reuse: metadef's peak <= 9/16 of the
+ *     caching allocator's reserved peak on the same graph without reuse;
+ *   - every metadef plan (exact column) within 1 % of the lower bound;
+ *   - conflict detection (md_plan_validate()) on the ResNet-152 plan
+ *     <= 2.3 % of import-and-plan time, medians of several repeats;
+ *   - the dynamic-shapes goal, from dynamic_bench's verdict line.
+ *
+ * usage: models_bench [--quick] [-m MODELS_DIR] [-o OUT_DIR] [-t SECONDS]
+ *                     [-r REPEATS] [--plan METADEF_PLAN] [--dynamic BIN]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <metadef/exact.h>
+#include <metadef/graph.h>
+#include <metadef/metadef.h>
+#include <metadef/plan.h>
+
+#include "caching.h"
+
+extern char **environ;
+
+/* ------------------------------------------------------------ workloads */
+
+/*
+ * One model: a file, "@/NAME" for one in the models directory (-m, where
+ * tools/models writes them), else from the current directory; the
+ * import options of an ONNX model.
+ */
+struct spec {
+	const char *path;
+	const char *opts;
+};
+
+/* What a workload stands for in the goals. */
+enum role {
+	R_PLAIN,
+	R_MIXED,	/* models sharing one arena vs one caching process */
+	R_TRAIN_BASE,	/* training, gradients kept: the caching baseline */
+	R_TRAIN_REUSE,	/* the same with gradient-buffer reuse: metadef */
+	R_VALIDATE,	/* conflict detection vs import-and-plan time */
+};
+
+#define MAX_IN	2
+
+struct workload {
+	const char *name;	/* also its files' names */
+	const char *what;	/* a line for the report */
+	struct spec in[MAX_IN];	/* more than one: they share an arena */
+	enum role role;
+};
+
+/*
+ * The report's workloads. The ONNX models and the training graphs come
+ * from tools/models (the "models" branch), the LSTM is an example.
+ * TODO(models, onnx-import): the paths and import options below follow
+ * those branches' plans; check them against the generator once merged.
+ */
+static const struct workload full[] = {
+	{ "resnet50", "ResNet-50 inference, batch 1, fp32",
+	  { { "@/resnet50.onnx", "input=1x3x224x224" } }, R_PLAIN },
+	{ "bert-large", "BERT-large inference, batch 1, seq 384, fp32",
+	  { { "@/bert-large.onnx", "input_ids=1x384,attention_mask=1x384,token_type_ids=1x384" } },
+	  R_PLAIN },
+	{ "resnet152", "ResNet-152 inference, batch 1, fp32",
+	  { { "@/resnet152.onnx", "input=1x3x224x224" } }, R_VALIDATE },
+	{ "mixed", "ResNet-50 + BERT-large served from one arena",
+	  { { "@/resnet50.onnx", "input=1x3x224x224" },
+	    { "@/bert-large.onnx", "input_ids=1x384,attention_mask=1x384,token_type_ids=1x384" } },
+	  R_MIXED },
+	{ "bert-large-train", "BERT-large training step, gradients kept",
+	  { { "@/bert-large-train.graph", NULL } }, R_TRAIN_BASE },
+	{ "bert-large-train-reuse", "BERT-large training, gradient-buffer reuse",
+	  { { "@/bert-large-train-reuse.graph", NULL } }, R_TRAIN_REUSE },
+	{ "resnet50-train", "ResNet-50 training step",
+	  { { "@/resnet50-train.graph", NULL } }, R_PLAIN },
+	{ "lstm", "stacked LSTM unrolled over time, a barrier between steps",
+	  { { "@/lstm.graph", NULL } }, R_PLAIN },
+};
+
+/* --quick: small graphs in the source tree, every role once. */
+static const struct workload quick[] = {
+	{ "cnn", "small residual CNN",
+	  { { "tools/bench/models/cnn.graph", NULL } }, R_VALIDATE },
+	{ "mlp", "small MLP",
+	  { { "tools/bench/models/mlp.graph", NULL } }, R_PLAIN },
+	{ "mixed", "CNN + MLP served from one arena",
+	  { { "tools/bench/models/cnn.graph", NULL },
+	    { "tools/bench/models/mlp.graph", NULL } }, R_MIXED },
+	{ "train", "small training step, gradients kept",
+	  { { "tools/bench/models/train.graph", NULL } }, R_TRAIN_BASE },
+	{ "train-reuse", "small training step, gradient-buffer reuse",
+	  { { "tools/bench/models/train-reuse.graph", NULL } }, R_TRAIN_REUSE },
+	{ "lstm", "LSTM unrolled, barriers",
+	  { { "tools/plan/examples/lstm.graph", NULL } }, R_PLAIN },
+};
+
+#define MIXED_GOAL	0.37		/* at least this much below caching */
+#define TRAIN_GOAL	(9.0 / 16)	/* at most this much of caching */
+#define BOUND_GOAL	1.01		/* plan / lower bound */
+#define VALIDATE_GOAL	0.023		/* validate / (import + plan) */
+
+static struct {
+	int quick;
+	const char *models_dir, *out_dir, *plan_bin, *dynamic_bin;
+	double limit;
+	int repeats;
+} cfg = { .models_dir = "build/bench/models/in",
+	  .out_dir = "build/bench/models", .limit = 15, .repeats = 7 };
+
+/* ------------------------------------------------------------ models */
+
+/* A model loaded, planned and measured; shared by the rows naming it. */
+struct model {
+	char path[PATH_MAX];
+	const char *opts;
+	int err;			/* 0, or why it is missing */
+	char why[512];
+	struct md_graph *g;
+	struct md_graph_plan gp;	/* heuristic plan; problem for the rest */
+	uint64_t *exact_off;		/* the exact plan's offsets */
+	uint64_t exact, exact_lb;
+	int optimal;
+	double exact_s, load_s, plan_s;
+	struct cache_stats cache;	/* this model alone */
+};
+
+#define MAX_MODELS	16
+
+static struct model models[MAX_MODELS];
+static size_t nmodels;
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/*
+ * Read @path into a new graph. ONNX models go through the ONNX import
+ * when the library has it, graph text through md_graph_parse().
+ */
+static int import(const char *path, const char *opts, struct md_graph **g,
+		  char *why, size_t len)
+{
+	struct md_error e = { 0, "" };
+	size_t n;
+	char *text;
+	int err;
+
+	(void)opts;
+	if (access(path, R_OK)) {
+		snprintf(why, len, "%.300s: %s", path, strerror(errno));
+		return -ENOENT;
+	}
+	if (ends_with(path, ".onnx")) {
+		/*
+		 * TODO(onnx-import): md_graph_from_onnx(path, options from
+		 * @opts: the input shapes, weights in or out) once
+		 * include/metadef/onnx.h is merged.
+		 */
+		snprintf(why, len, "%.300s: no ONNX import in this build", path);
+		return -EOPNOTSUPP;
+	}
+	text = md_read_file(path, &n);
+	if (!text) {
+		snprintf(why, len, "%.300s: %s", path, strerror(errno));
+		return -errno;
+	}
+	err = md_graph_new(g);
+	if (!err)
+		err = md_graph_parse(*g, text, n, &e);
+	free(text);
+	if (err) {
+		snprintf(why, len, "%.300s:%u: %s", path, e.line,
+			 e.msg[0] ? e.msg : strerror(-err));
+		md_graph_free(*g);
+		*g = NULL;
+	}
+	return err;
+}
+
+static void spec_path(const struct spec *s, char *out, size_t len)
+{
+	if (!strncmp(s->path, "@/", 2))
+		snprintf(out, len, "%s/%s", cfg.models_dir, s->path + 2);
+	else
+		snprintf(out, len, "%s", s->path);
+}
+
+/* Import and plan once, timed: the figures of the conflict-check goal. */
+static int import_and_plan(struct model *m, double *secs)
+{
+	struct md_graph *g = NULL;
+	double t0 = now(), t1;
+	int err;
+
+	err = import(m->path, m->opts, &g, m->why, sizeof(m->why));
+	if (err)
+		return err;
+	t1 = now();
+	err = md_graph_plan(g, NULL, &m->gp);
+	*secs = now() - t0;
+	m->load_s = t1 - t0;
+	m->plan_s = *secs - m->load_s;
+	if (err) {
+		snprintf(m->why, sizeof(m->why), "md_graph_plan: %s",
+			 strerror(-err));
+		md_graph_free(g);
+		return err;
+	}
+	m->g = g;
+	return 0;
+}
+
+static void release(struct model *m)
+{
+	md_graph_plan_free(&m->gp);
+	memset(&m->gp, 0, sizeof(m->gp));
+	md_graph_free(m->g);
+	m->g = NULL;
+	free(m->exact_off);
+	m->exact_off = NULL;
+}
+
+static int exact_plan(struct model *m)
+{
+	struct md_exact_opts o = { .minimize = 1, .time_limit = cfg.limit };
+	struct md_exact_result r;
+	int err;
+
+	err = md_exact_solve(&m->gp.problem, &o, &r);
+	if (err) {
+		snprintf(m->why, sizeof(m->why), "md_exact_solve: %s",
+			 strerror(-err));
+		return err;
+	}
+	m->exact = r.peak;
+	m->exact_lb = r.lower_bound;
+	m->optimal = r.status == MD_EXACT_OPTIMAL;
+	m->exact_s = r.seconds;
+	m->exact_off = r.offsets;
+	r.offsets = NULL;
+	md_exact_result_free(&r);
+	return 0;
+}
+
+static int cache_run(const struct md_problem *const *p, size_t n,
+		     struct cache_stats *st)
+{
+	struct cache_sim *cs;
+	size_t i;
+	int err;
+
+	err = cache_sim_create(0, &cs);
+	for (i = 0; !err && i < n; i++)
+		err = cache_replay(cs, p[i]);
+	if (!err)
+		cache_sim_stats(cs, st);
+	cache_sim_destroy(cs);
+	return err;
+}
+
+static struct model *get_model(const struct spec *s)
+{
+	char path[PATH_MAX];
+	const struct md_problem *p;
+	struct model *m;
+	double secs;
+	size_t i;
+
+	spec_path(s, path, sizeof(path));
+	for (i = 0; i < nmodels; i++)
+		if (!strcmp(models[i].path, path) &&
+		    !strcmp(models[i].opts ? models[i].opts : "",
+			    s->opts ? s->opts : ""))
+			return &models[i];
+	if (nmodels == MAX_MODELS)
+		return NULL;
+	m = &models[nmodels++];
+	snprintf(m->path, sizeof(m->path), "%s", path);
+	m->opts = s->opts;
+	m->err = import_and_plan(m, &secs);
+	if (!m->err)
+		m->err = exact_plan(m);
+	p = &m->gp.problem;
+	if (!m->err)
+		m->err = cache_run(&p, 1, &m->cache);
+	if (m->err && !m->why[0])
+		snprintf(m->why, sizeof(m->why), "%.300s: %s", path,
+			 strerror(-m->err));
+	return m;
+}
+
+/* ------------------------------------------------------------ rows */
+
+struct row {
+	const struct workload *w;
+	int err;
+	char why[512];
+	size_t tensors;
+	uint64_t no_reuse, cache_reserved, cache_allocated;
+	uint64_t heur, exact, lb, lb_alive;
+	int optimal;
+	double exact_s;
+	struct model *m[MAX_IN];
+	size_t nm;
+};
+
+static uint64_t max64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+/*
+ * Figures that cannot be: a plan below the bound, the exact planner above
+ * the heuristic it starts from, the caching allocator holding less than
+ * it hands out or than is alive. A broken bench, not a result.
+ */
+static int broken;
+
+static void sane(struct row *r)
+{
+	const char *bad = NULL;
+
+	if (r->exact < r->lb || r->heur < r->lb)
+		bad = "a plan below the lower bound";
+	else if (r->exact > r->heur)
+		bad = "the exact plan above the heuristic";
+	else if (r->cache_reserved < r->cache_allocated ||
+		 r->cache_allocated < r->lb_alive)
+		bad = "the caching allocator below what is alive";
+	else if (r->lb_alive > r->no_reuse)
+		bad = "more alive than all tensors";
+	if (!bad)
+		return;
+	fprintf(stderr, "models_bench: %s: %s: a bug\n", r->w->name, bad);
+	r->err = -EFAULT;
+	snprintf(r->why, sizeof(r->why), "inconsistent figures: %s", bad);
+	broken++;
+}
+
+static void measure(const struct workload *w, struct row *r)
+{
+	const struct md_problem *p[MAX_IN];
+	uint64_t heur[MAX_IN], ex[MAX_IN];
+	struct md_overlay_stats os;
+	struct cache_stats cs;
+	size_t i;
+
+	memset(r, 0, sizeof(*r));
+	r->w = w;
+	r->optimal = 1;
+	for (i = 0; i < MAX_IN && w->in[i].path; i++) {
+		struct model *m = get_model(&w->in[i]);
+
+		if (!m) {
+			r->err = -ENOSPC;
+			snprintf(r->why, sizeof(r->why), "too many models");
+			return;
+		}
+		if (m->err) {
+			r->err = m->err;
+			snprintf(r->why, sizeof(r->why), "%s", m->why);
+			return;
+		}
+		r->m[r->nm++] = m;
+		p[i] = &m->gp.problem;
+		heur[i] = m->gp.plan.peak;
+		ex[i] = m->exact;
+		r->tensors += m->gp.ntensors;
+		r->no_reuse += m->gp.stats.tensor_bytes;
+		r->lb_alive = max64(r->lb_alive, m->gp.plan.lower_bound);
+		r->lb = max64(r->lb, max64(m->gp.plan.lower_bound,
+					   m->exact_lb));
+		r->optimal &= m->optimal;
+		r->exact_s += m->exact_s;
+	}
+	if (r->nm == 1) {
+		r->heur = heur[0];
+		r->exact = ex[0];
+		r->cache_reserved = r->m[0]->cache.reserved_peak;
+		r->cache_allocated = r->m[0]->cache.allocated_peak;
+		sane(r);
+		return;
+	}
+	/* Models taking turns: one arena for metadef, one process for caching. */
+	r->err = md_overlay(heur, r->nm, NULL, &os);
+	r->heur = os.arena;
+	if (!r->err)
+		r->err = md_overlay(ex, r->nm, NULL, &os);
+	r->exact = os.arena;
+	if (!r->err)
+		r->err = cache_run(p, r->nm, &cs);
+	if (r->err) {
+		snprintf(r->why, sizeof(r->why), "%s", strerror(-r->err));
+		return;
+	}
+	r->cache_reserved = cs.reserved_peak;
+	r->cache_allocated = cs.allocated_peak;
+	sane(r);
+}
+
+/* ------------------------------------------------------------ SVG */
+
+/*
+ * The rows's exact plan as a CSV with every offset fixed (models one
+ * after the other in time, all at the arena's base), drawn by
+ * metadef-plan --svg. Return: 0, or -1 (a warning is printed).
+ */
+static int draw(const struct row *r)
+{
+	char csv[PATH_MAX], svg[PATH_MAX], id[256];
+	struct md_problem q;
+	uint64_t *off = NULL, shift = 0, t_end;
+	char *text = NULL;
+	size_t i, k, n = 0;
+	pid_t pid;
+	int err, st;
+	FILE *f;
+
+	for (k = 0; k < r->nm; k++)
+		n += r->m[k]->gp.problem.n;
+	md_problem_init(&q);
+	off = malloc((n + 1) * sizeof(*off));
+	err = off ? 0 : -ENOMEM;
+	for (k = 0; !err && k < r->nm; k++) {
+		const struct md_problem *p = &r->m[k]->gp.problem;
+
+		md_problem_lower_bound(p, &t_end);
+		for (i = 0; !err && i < p->n; i++) {
+			const struct md_buffer *b = &p->bufs[i];
+			char idx[24], *c;
+
+			snprintf(idx, sizeof(idx), "%zu", i);
+			snprintf(id, sizeof(id), "%s%s%s", r->nm > 1 ?
+				 basename(r->m[k]->path) : "",
+				 r->nm > 1 ? "/" : "", b->id ? b->id : idx);
+			/* A CSV field: no separators or quotes in it. */
+			for (c = id; *c; c++)
+				if (*c == ',' || *c == '"' || *c == '\n')
+					*c = '_';
+			off[q.n] = r->m[k]->exact_off[i];
+			err = md_problem_add(&q, id, b->lower + shift,
+					     b->upper + shift, b->size, b->align);
+		}
+		shift += t_end;
+	}
+	q.has_align = 1;
+	if (!err)
+		err = md_problem_write_csv(&q, off, &text);
+	md_problem_free(&q);
+	free(off);
+	if (err) {
+		fprintf(stderr, "models_bench: %s: plan CSV: %s\n", r->w->name,
+			strerror(-err));
+		return -1;
+	}
+	snprintf(csv, sizeof(csv), "%s/%s.plan.csv", cfg.out_dir, r->w->name);
+	snprintf(svg, sizeof(svg), "%s/%s.svg", cfg.out_dir, r->w->name);
+	f = fopen(csv, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f)) {
+		fprintf(stderr, "models_bench: %s: %s\n", csv, strerror(errno));
+		free(text);
+		return -1;
+	}
+	free(text);
+	{
+		char *argv[] = { (char *)cfg.plan_bin, "--svg", svg, csv, NULL };
+		posix_spawn_file_actions_t fa;
+
+		posix_spawn_file_actions_init(&fa);
+		posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+		err = posix_spawn(&pid, cfg.plan_bin, &fa, NULL, argv, environ);
+		posix_spawn_file_actions_destroy(&fa);
+	}
+	if (err || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	    WEXITSTATUS(st)) {
+		fprintf(stderr, "models_bench: %s --svg %s %s failed\n",
+			cfg.plan_bin, svg, csv);
+		return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ report */
+
+static char *size_str(uint64_t v, char *buf, size_t len)
+{
+	if (v >= (100ull << 20))
+		snprintf(buf, len, "%.0f MiB", (double)v / (1 << 20));
+	else if (v >= (1ull << 20))
+		snprintf(buf, len, "%.1f MiB", (double)v / (1 << 20));
+	else
+		snprintf(buf, len, "%.1f KiB", (double)v / 1024);
+	return buf;
+}
+
+static double ratio(uint64_t a, uint64_t b)
+{
+	return b ? (double)a / (double)b : 0;
+}
+
+/* Everything printed goes to stdout and to the report. */
+static FILE *report;
+
+static void out(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	if (report) {
+		va_start(ap, fmt);
+		vfprintf(report, fmt, ap);
+		va_end(ap);
+	}
+}
+
+static void print_row(const struct row *r)
+{
+	char a[32], b[32], c[32], d[32], e[32], f[32];
+
+	if (r->err) {
+		out("| %s | - | - | - | - | - | - | - | - | not measured: %s |\n",
+		    r->w->name, r->why);
+		return;
+	}
+	out("| %s | %zu | %s | %s (%s) | %s | %s%s | %s | %.4f | %.4f | %.1f %% |\n",
+	    r->w->name, r->tensors,
+	    size_str(r->no_reuse, a, sizeof(a)),
+	    size_str(r->cache_reserved, b, sizeof(b)),
+	    size_str(r->cache_allocated, c, sizeof(c)),
+	    size_str(r->heur, d, sizeof(d)),
+	    size_str(r->exact, e, sizeof(e)), r->optimal ? " (opt)" : "",
+	    size_str(r->lb, f, sizeof(f)),
+	    ratio(r->heur, r->lb), ratio(r->exact, r->lb),
+	    100.0 * (1 - ratio(r->exact, r->cache_reserved)));
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/*
+ * The conflict check against import-and-plan, both timed in each of
+ * cfg.repeats rounds on a fresh import. Return: 0 with the medians.
+ */
+static int time_validate(const struct row *r, double *t_plan,
+			 double *t_val)
+{
+	double *tp = calloc(cfg.repeats, sizeof(double));
+	double *tv = calloc(cfg.repeats, sizeof(double));
+	struct md_conflict c;
+	int i, err = tp && tv ? 0 : -ENOMEM;
+
+	for (i = 0; !err && i < cfg.repeats; i++) {
+		struct model m;
+		double t0;
+
+		memset(&m, 0, sizeof(m));
+		snprintf(m.path, sizeof(m.path), "%s", r->m[0]->path);
+		m.opts = r->m[0]->opts;
+		err = import_and_plan(&m, &tp[i]);
+		if (err)
+			break;
+		t0 = now();
+		err = md_plan_validate(&m.gp.problem, m.gp.plan.offsets, &c);
+		tv[i] = now() - t0;
+		release(&m);
+	}
+	if (!err) {
+		*t_plan = median(tp, cfg.repeats);
+		*t_val = median(tv, cfg.repeats);
+	}
+	free(tp);
+	free(tv);
+	return err;
+}
+
+/*
+ * dynamic_bench's verdict ("goal: ... met|MISSED ..."). Return: its
+ * exit status (0 met), or -1 if it did not run.
+ */
+static int run_dynamic(char *line, size_t len)
+{
+	char cmd[PATH_MAX + 16], buf[512];
+	FILE *p;
+	int st;
+
+	snprintf(line, len, "(not run)");
+	snprintf(cmd, sizeof(cmd), "'%s'", cfg.dynamic_bin);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	while (fgets(buf, sizeof(buf), p))
+		if (!strncmp(buf, "goal:", 5))
+			snprintf(line, len, "%.*s", (int)strcspn(buf, "\n"),
+				 buf);
+	st = pclose(p);
+	return st == -1 || !WIFEXITED(st) ? -1 : WEXITSTATUS(st);
+}
+
+enum verdict { V_MET, V_MISSED, V_UNJUDGED };
+
+static const char *const verdict_name[] = { "met", "MISSED", "NOT JUDGED" };
+
+static int missed, unjudged;
+
+static void goal(enum verdict v, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	out("- %s: **%s**\n", buf, verdict_name[v]);
+	missed += v == V_MISSED;
+	unjudged += v == V_UNJUDGED;
+}
+
+static const struct row *find_role(const struct row *rows, size_t n,
+				   enum role role)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (rows[i].w->role == role)
+			return &rows[i];
+	return NULL;
+}
+
+static void goals(const struct row *rows, size_t n)
+{
+	const struct row *mx = find_role(rows, n, R_MIXED);
+	const struct row *tb = find_role(rows, n, R_TRAIN_BASE);
+	const struct row *tr = find_role(rows, n, R_TRAIN_REUSE);
+	const struct row *vr = find_role(rows, n, R_VALIDATE);
+	char a[32], b[32], dyn[512];
+	size_t i, bad = 0, ok = 0;
+	double worst = 0, tp, tv;
+	int st;
+
+	out("\n### Goals\n\n");
+	if (!mx || mx->err)
+		goal(V_UNJUDGED, "mixed serving >= %.0f %% below the caching allocator (%s)",
+		     MIXED_GOAL * 100, mx ? mx->why : "no such workload");
+	else
+		goal(1 - ratio(mx->exact, mx->cache_reserved) >= MIXED_GOAL ?
+		     V_MET : V_MISSED,
+		     "mixed serving (%s): metadef's shared arena %s vs the caching allocator's reserved %s after serving both: %.1f %% less (goal >= %.0f %%)",
+		     mx->w->name, size_str(mx->exact, a, sizeof(a)),
+		     size_str(mx->cache_reserved, b, sizeof(b)),
+		     100 * (1 - ratio(mx->exact, mx->cache_reserved)),
+		     MIXED_GOAL * 100);
+	if (!tb || !tr || tb->err || tr->err)
+		goal(V_UNJUDGED, "training with gradient-buffer reuse <= 9/16 of the caching baseline (%s)",
+		     !tb || !tr ? "no such workload" : tb->err ? tb->why : tr->why);
+	else
+		goal(ratio(tr->exact, tb->cache_reserved) <= TRAIN_GOAL ?
+		     V_MET : V_MISSED,
+		     "training: metadef's exact plan of %s %s vs the caching allocator's reserved peak on %s (no reuse) %s: %.4f (goal <= 9/16 = 0.5625)",
+		     tr->w->name, size_str(tr->exact, a, sizeof(a)),
+		     tb->w->name, size_str(tb->cache_reserved, b, sizeof(b)),
+		     ratio(tr->exact, tb->cache_reserved));
+	for (i = 0; i < n; i++) {
+		double q = ratio(rows[i].exact, rows[i].lb);
+
+		if (rows[i].err)
+			continue;
+		ok++;
+		bad += q > BOUND_GOAL;
+		if (q > worst)
+			worst = q;
+	}
+	goal(bad ? V_MISSED : ok < n ? V_UNJUDGED : V_MET,
+	     "every metadef plan within 1 %% of the lower bound: %zu of %zu measured rows within, worst %.4f",
+	     ok - bad, ok, worst);
+	if (!vr || vr->err) {
+		goal(V_UNJUDGED, "conflict detection <= %.1f %% of import-and-plan time (%s)",
+		     VALIDATE_GOAL * 100, vr ? vr->why : "no such workload");
+	} else if (time_validate(vr, &tp, &tv)) {
+		goal(V_UNJUDGED, "conflict detection: re-import of %s failed",
+		     vr->w->name);
+	} else {
+		goal(tv / tp <= VALIDATE_GOAL ? V_MET : V_MISSED,
+		     "conflict detection on %s: md_plan_validate() %.3f ms vs import-and-plan %.3f ms, medians of %d: %.2f %% (goal <= %.1f %%)",
+		     vr->w->name, tv * 1e3, tp * 1e3, cfg.repeats,
+		     100 * tv / tp, VALIDATE_GOAL * 100);
+	}
+	if (!cfg.dynamic_bin) {
+		goal(V_UNJUDGED, "dynamic shapes: >= 85 %% fewer re-allocations (see make bench-dynamic)");
+		return;
+	}
+	st = run_dynamic(dyn, sizeof(dyn));
+	goal(st < 0 ? V_UNJUDGED : st ? V_MISSED : V_MET,
+	     "dynamic shapes, from `make bench-dynamic`: %s", dyn);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: models_bench [--quick] [-m MODELS_DIR] [-o OUT_DIR] "
+		"[-t SECONDS] [-r REPEATS] [--plan METADEF_PLAN] "
+		"[--dynamic DYNAMIC_BENCH]\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "quick", no_argument, NULL, 'q' },
+		{ "models", required_argument, NULL, 'm' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "time-limit", required_argument, NULL, 't' },
+		{ "repeats", required_argument, NULL, 'r' },
+		{ "plan", required_argument, NULL, 'p' },
+		{ "dynamic", required_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const struct workload *wl = full;
+	size_t nw = sizeof(full) / sizeof(full[0]), i;
+	char self[PATH_MAX], plan[PATH_MAX + 32], path[PATH_MAX + 16];
+	struct row *rows;
+	ssize_t len;
+	int c, drawn = 0;
+
+	while ((c = getopt_long(argc, argv, "qm:o:t:r:p:d:h", lopts,
+				NULL)) != -1) {
+		switch (c) {
+		case 'q':
+			cfg.quick = 1;
+			break;
+		case 'm':
+			cfg.models_dir = optarg;
+			break;
+		case 'o':
+			cfg.out_dir = optarg;
+			break;
+		case 't':
+			cfg.limit = strtod(optarg, NULL);
+			break;
+		case 'r':
+			cfg.repeats = atoi(optarg);
+			break;
+		case 'p':
+			cfg.plan_bin = optarg;
+			break;
+		case 'd':
+			cfg.dynamic_bin = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc || !(cfg.limit > 0) || cfg.repeats < 1) {
+		usage(stderr);
+		return 2;
+	}
+	if (cfg.quick) {
+		wl = quick;
+		nw = sizeof(quick) / sizeof(quick[0]);
+	}
+	/* build/bench/models_bench -> build/bin/metadef-plan */
+	if (!cfg.plan_bin) {
+		len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (len > 0) {
+			self[len] = '\0';
+			snprintf(plan, sizeof(plan), "%s/../bin/metadef-plan",
+				 dirname(self));
+			cfg.plan_bin = plan;
+		}
+	}
+	if (mkdir(cfg.out_dir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "models_bench: %s: %s\n", cfg.out_dir,
+			strerror(errno));
+		return 1;
+	}
+	rows = calloc(nw, sizeof(*rows));
+	if (!rows)
+		return 1;
+	for (i = 0; i < nw; i++) {
+		fprintf(stderr, "models_bench: %s ...\n", wl[i].name);
+		measure(&wl[i], &rows[i]);
+		if (!rows[i].err && cfg.plan_bin && !draw(&rows[i]))
+			drawn++;
+	}
+
+	snprintf(path, sizeof(path), "%s/report.md", cfg.out_dir);
+	report = fopen(path, "w");
+	if (!report)
+		fprintf(stderr, "models_bench: %s: %s\n", path, strerror(errno));
+	out("## Footprint report%s\n\n", cfg.quick ? " (quick: small graphs)" : "");
+	out("Device memory per workload:\n\n"
+	    "- no reuse: every tensor in its own memory;\n"
+	    "- caching: a model of PyTorch's caching allocator serving the graph's allocations and frees in execution order: peak reserved (segments held), peak allocated in brackets;\n"
+	    "- heuristic: md_graph_plan(), default options;\n"
+	    "- exact: md_exact_solve() in minimize mode, %g s per model, (opt) when proven optimal;\n"
+	    "- lower bound: the most bytes alive at once, or the exact planner's proven bound when higher;\n"
+	    "- exact vs caching: how much less the exact plan takes than the caching allocator reserves.\n\n",
+	    cfg.limit);
+	out("| workload | tensors | no reuse | caching reserved (allocated) | metadef heuristic | metadef exact | lower bound | heuristic / LB | exact / LB | exact vs caching |\n");
+	out("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+	for (i = 0; i < nw; i++)
+		print_row(&rows[i]);
+	out("\n");
+	for (i = 0; i < nw; i++)
+		out("- %s: %s.\n", wl[i].name, wl[i].what);
+	out("\nPlans drawn: %d of %zu (%s/NAME.svg, from NAME.plan.csv).\n",
+	    drawn, nw, cfg.out_dir);
+	goals(rows, nw);
+	if (report && fclose(report))
+		fprintf(stderr, "models_bench: %s: %s\n", path, strerror(errno));
+	report = NULL;
+	for (i = 0; i < nmodels; i++)
+		release(&models[i]);
+	free(rows);
+	if (broken) {
+		printf("models_bench: %d workload(s) with inconsistent figures\n",
+		       broken);
+		return 1;
+	}
+	if (cfg.quick) {
+		printf("models_bench: quick run: goals shown, not judged\n");
+		return 0;
+	}
+	if (missed || unjudged)
+		printf("models_bench: %d goal(s) MISSED, %d not judged\n",
+		       missed, unjudged);
+	return missed || unjudged;
+}
