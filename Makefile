@@ -398,6 +398,7 @@ $(B)/bench/dynamic_bench: tools/bench/dynamic_bench.c $(LIB_A)
 MODELS_LIMIT	?= 15
 .PHONY: bench-models
 bench-models: $(B)/bench/models_bench $(B)/bin/metadef-plan $(B)/bench/dynamic_bench
+	tools/bench/models-gen $(B)/bin/metadef-models $(B)/bench/models/in
 	$(B)/bench/models_bench -t $(MODELS_LIMIT) -m $(B)/bench/models/in \
 		-o $(B)/bench/models --dynamic $(B)/bench/dynamic_bench
 
