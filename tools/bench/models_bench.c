@@ -176,6 +176,7 @@ struct model {
 	int optimal;
 	double exact_s, load_s, plan_s;
 	struct cache_stats cache;	/* this model alone */
+	uint64_t weights;		/* ONNX: its weights and inputs */
 };
 
 #define MAX_MODELS	16
@@ -244,12 +245,14 @@ static int onnx_opts(const char *opts, char *buf, size_t len,
 }
 
 static int import_onnx(const char *path, const char *opts,
-		       struct md_graph *g, char *why, size_t len)
+		       struct md_graph *g, uint64_t *weights, char *why,
+		       size_t len)
 {
 	int64_t dims[MAX_ONNX_OPTS][MD_ONNX_MAX_RANK];
 	struct md_onnx_input in[MAX_ONNX_OPTS];
 	struct md_onnx_dim dm[MAX_ONNX_OPTS];
 	struct md_error e = { 0, "" };
+	struct md_onnx_stats st = { 0 };
 	struct md_onnx_opts o;
 	char buf[512];
 	int err;
@@ -261,7 +264,8 @@ static int import_onnx(const char *path, const char *opts,
 	/* The training graphs' device: a GPU's alignment. */
 	err = md_graph_set_device(g, MD_DEV_GPU, NULL);
 	if (!err)
-		err = md_graph_from_onnx_file(g, path, &o, NULL, &e);
+		err = md_graph_from_onnx_file(g, path, &o, &st, &e);
+	*weights = st.weight_bytes + st.input_bytes;
 	if (err)
 		snprintf(why, len, "%.300s: %s", path,
 			 e.msg[0] ? e.msg : strerror(-err));
@@ -274,7 +278,7 @@ static int import_onnx(const char *path, const char *opts,
  * (md_graph_from_onnx_file()), graph text through md_graph_parse().
  */
 static int import(const char *path, const char *opts, struct md_graph **g,
-		  char *why, size_t len)
+		  uint64_t *weights, char *why, size_t len)
 {
 	struct md_error e = { 0, "" };
 	size_t n;
@@ -289,7 +293,7 @@ static int import(const char *path, const char *opts, struct md_graph **g,
 #ifdef HAVE_ONNX
 		err = md_graph_new(g);
 		if (!err)
-			err = import_onnx(path, opts, *g, why, len);
+			err = import_onnx(path, opts, *g, weights, why, len);
 		if (err) {
 			md_graph_free(*g);
 			*g = NULL;
@@ -297,6 +301,7 @@ static int import(const char *path, const char *opts, struct md_graph **g,
 		return err;
 #else
 		(void)opts;
+		(void)weights;
 		snprintf(why, len, "%.300s: no ONNX import in this build", path);
 		return -EOPNOTSUPP;
 #endif
@@ -334,7 +339,8 @@ static int import_and_plan(struct model *m, double *secs)
 	double t0 = now(), t1;
 	int err;
 
-	err = import(m->path, m->opts, &g, m->why, sizeof(m->why));
+	err = import(m->path, m->opts, &g, &m->weights, m->why,
+		     sizeof(m->why));
 	if (err)
 		return err;
 	t1 = now();
@@ -440,6 +446,7 @@ struct row {
 	size_t tensors;
 	uint64_t no_reuse, cache_reserved, cache_allocated;
 	uint64_t heur, exact, lb, lb_alive;
+	uint64_t weights;	/* ONNX: the models' weights and inputs */
 	int optimal;
 	double exact_s;
 	struct model *m[MAX_IN];
@@ -514,6 +521,7 @@ static void measure(const struct workload *w, struct row *r)
 					   m->exact_lb));
 		r->optimal &= m->optimal;
 		r->exact_s += m->exact_s;
+		r->weights += m->weights;
 	}
 	if (r->nm == 1) {
 		r->heur = heur[0];
@@ -786,9 +794,9 @@ static void goals(const struct row *rows, size_t n)
 	const struct row *tb = find_role(rows, n, R_TRAIN_BASE);
 	const struct row *tr = find_role(rows, n, R_TRAIN_REUSE);
 	const struct row *vr = find_role(rows, n, R_VALIDATE);
-	char a[32], b[32], dyn[512];
-	size_t i, bad = 0, ok = 0;
-	double worst = 0, tp, tv;
+	char a[32], b[32], c[32], dyn[512];
+	size_t i, bad = 0, ok = 0, hbad = 0;
+	double worst = 0, hworst = 0, tp, tv;
 	int st;
 
 	out("\n### Goals\n\n");
@@ -798,11 +806,13 @@ static void goals(const struct row *rows, size_t n)
 	else
 		goal(1 - ratio(mx->exact, mx->cache_reserved) >= MIXED_GOAL ?
 		     V_MET : V_MISSED,
-		     "mixed serving (%s): metadef's shared arena %s vs the caching allocator's reserved %s after serving both: %.1f %% less (goal >= %.0f %%)",
+		     "mixed serving (%s): metadef's shared arena %s vs the caching allocator's reserved %s after serving both: %.1f %% less (goal >= %.0f %%)%s%s%s",
 		     mx->w->name, size_str(mx->exact, a, sizeof(a)),
 		     size_str(mx->cache_reserved, b, sizeof(b)),
 		     100 * (1 - ratio(mx->exact, mx->cache_reserved)),
-		     MIXED_GOAL * 100);
+		     MIXED_GOAL * 100, mx->weights ? "; besides, in both cases, the models' weights and inputs: " : "",
+		     mx->weights ? size_str(mx->weights, c, sizeof(c)) : "",
+		     mx->weights ? ", not counted" : "");
 	if (!tb || !tr || tb->err || tr->err)
 		goal(V_UNJUDGED, "training with gradient-buffer reuse <= 9/16 of the caching baseline (%s)",
 		     !tb || !tr ? "no such workload" : tb->err ? tb->why : tr->why);
@@ -823,10 +833,14 @@ static void goals(const struct row *rows, size_t n)
 		bad += q > BOUND_GOAL;
 		if (q > worst)
 			worst = q;
+		q = ratio(rows[i].heur, rows[i].lb);
+		hbad += q > BOUND_GOAL;
+		if (q > hworst)
+			hworst = q;
 	}
 	goal(bad ? V_MISSED : ok < n ? V_UNJUDGED : V_MET,
-	     "every metadef plan within 1 %% of the lower bound: %zu of %zu measured rows within, worst %.4f",
-	     ok - bad, ok, worst);
+	     "every metadef plan (exact column) within 1 %% of the lower bound: %zu of %zu measured rows within, worst %.4f (the heuristic alone: %zu within, worst %.4f)",
+	     ok - bad, ok, worst, ok - hbad, hworst);
 	if (!vr || vr->err) {
 		goal(V_UNJUDGED, "conflict detection <= %.1f %% of import-and-plan time (%s)",
 		     VALIDATE_GOAL * 100, vr ? vr->why : "no such workload");
