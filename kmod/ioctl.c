@@ -46,7 +46,7 @@ void md_info_fill(struct md_domain *dom, struct metadef_info *info)
 	info->domain_used = atomic64_read(&dom->used);
 	if (pool) {
 		info->pool_size = pool->buddy.size;
-		md_pool_usage(pool, &info->pool_free, &info->pool_largest);
+		md_pool_usage(pool, &info->pool_free, &info->pool_largest_free);
 		strscpy(info->backend, pool->backend, sizeof(info->backend));
 		md_pool_put(pool);
 	} else {
