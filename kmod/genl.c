@@ -111,7 +111,7 @@ static int check_header(const struct genlmsghdr *hdr,
 			struct netlink_ext_ack *extack)
 {
 	if (hdr->version > METADEF_GENL_VERSION) {
-		NL_SET_ERR_MSG(extack, "metadef: request is of a later family version than this module's (see CTRL_ATTR_VERSION)");
+		NL_SET_ERR_MSG(extack, "metadef: request of a later family version");
 		return -EINVAL;
 	}
 	/* The core checks this too where it knows resv_start_op (6.0+). */
