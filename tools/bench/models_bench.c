@@ -751,9 +751,9 @@ static int run_dynamic(char *line, size_t len)
 	if (!p)
 		return -1;
 	while (fgets(buf, sizeof(buf), p))
-		if (!strncmp(buf, "goal:", 5))
-			snprintf(line, len, "%.*s", (int)strcspn(buf, "\n"),
-				 buf);
+		if (!strncmp(buf, "goal: ", 6))
+			snprintf(line, len, "%.*s", (int)strcspn(buf + 6, "\n"),
+				 buf + 6);
 	st = pclose(p);
 	return st == -1 || !WIFEXITED(st) ? -1 : WEXITSTATUS(st);
 }
