@@ -393,7 +393,7 @@ static int exact_plan(struct model *m)
 static int cache_run(const struct md_problem *const *p, size_t n,
 		     struct cache_stats *st)
 {
-	struct cache_sim *cs;
+	struct cache_sim *cs = NULL;
 	size_t i;
 	int err;
 
