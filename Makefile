@@ -44,14 +44,27 @@ CFLAGS		?= -O2 -g
 LDFLAGS		?=
 MD_CFLAGS	:= -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE \
 		   -Iinclude -Iinclude/uapi -DMD_VERSION='"$(VERSION)"' -MMD -MP
-LIB_CFLAGS	:= $(MD_CFLAGS) -fPIC -fvisibility=hidden
+LIB_CFLAGS	:= $(MD_CFLAGS) -I$(B)/gen -fPIC -fvisibility=hidden
 TEST_CFLAGS	:= $(MD_CFLAGS) -I$(B)/ksft -Wno-unused-parameter -Wno-sign-compare -pthread
 PTHREAD		:= -pthread
 
 # ---------------------------------------------------------------- library
 
 LIB_SRCS	:= $(wildcard lib/*.c)
-LIB_OBJS	:= $(LIB_SRCS:%.c=$(B)/%.o)
+LIB_OBJS	:= $(LIB_SRCS:%.c=$(B)/%.o) $(B)/gen/onnx.pb-c.o
+# What a program linking libmetadef.a needs besides it (metadef.pc says the same).
+LIB_LIBS	:= -lprotobuf-c -pthread
+
+# ONNX import (lib/onnx.c) reads models with protobuf-c. Its reader is
+# generated at build time from the schema Debian's libonnx-dev ships,
+# never written by hand nor committed. The generated file is compiled
+# into libmetadef (hidden, like every symbol but the md_ API).
+ONNX_PROTO	?= /usr/include/onnx/onnx.proto
+PROTOC_C	?= protoc-c
+GEN		:= $(B)/gen
+$(GEN)/onnx.pb-c.c $(GEN)/onnx.pb-c.h &: $(ONNX_PROTO)
+	@mkdir -p $(GEN)
+	$(PROTOC_C) --c_out=$(GEN) -I$(dir $(ONNX_PROTO)) $(ONNX_PROTO)
 LIB_A		:= $(B)/libmetadef.a
 LIB_SO		:= $(B)/libmetadef.so.$(VERSION)
 LIB_SONAME	:= libmetadef.so.$(SOVERSION)
@@ -103,6 +116,11 @@ $(B)/lib/%.o: lib/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LIB_CFLAGS) -c -o $@ $<
 
+# The generated reader, and every library object that includes it.
+$(B)/gen/%.o: $(B)/gen/%.c
+	$(CC) $(CFLAGS) $(LIB_CFLAGS) -c -o $@ $<
+$(B)/lib/onnx.o: $(GEN)/onnx.pb-c.h
+
 $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@
@@ -110,7 +128,7 @@ $(LIB_A): $(LIB_OBJS)
 
 $(LIB_SO): $(LIB_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(LIB_SONAME) -o $@ $^ $(PTHREAD)
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(LIB_SONAME) -o $@ $^ $(LIB_LIBS)
 	ln -sf $(notdir $@) $(B)/$(LIB_SONAME)
 	ln -sf $(LIB_SONAME) $(B)/libmetadef.so
 
@@ -136,6 +154,7 @@ $(B)/metadef.pc: Makefile $(B)/.pc-paths
 		'Version: $(VERSION)' \
 		'Libs: -L$${libdir} -lmetadef' \
 		'Libs.private: -pthread' \
+		'Requires.private: libprotobuf-c' \
 		'Cflags: -I$${includedir}' >$@
 
 # Tools link the static library: they run from the build tree and inside
@@ -145,18 +164,18 @@ NL_CFLAGS	:= $(shell pkg-config --cflags libnl-genl-3.0 2>/dev/null || echo -I/u
 NL_LIBS		:= $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null || echo -lnl-genl-3 -lnl-3)
 $(B)/bin/metadefctl: $(wildcard tools/metadefctl/*.c) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) $(NL_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(NL_LIBS) $(PTHREAD)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) $(NL_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(NL_LIBS) $(LIB_LIBS)
 
 $(B)/bin/metadef-plan: $(wildcard tools/plan/*.c) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(PTHREAD)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS)
 
 $(KSFT_HDR):
 	tools/ksft-headers $(B)/ksft
 
 $(B)/selftests/kmod/%: selftests/kmod/%.c $(KSFT_HDR) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_CFLAGS) -Ilib -o $@ $< $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_CFLAGS) -Ilib -o $@ $< $(LIB_A) $(LIB_LIBS)
 
 $(B)/selftests/lib/%: selftests/lib/%.sh
 	@mkdir -p $(@D)
@@ -165,7 +184,7 @@ $(B)/selftests/lib/%: selftests/lib/%.sh
 
 $(B)/selftests/lib/%: selftests/lib/%.c $(KSFT_HDR) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_CFLAGS) -Ilib -o $@ $< $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_CFLAGS) -Ilib -o $@ $< $(LIB_A) $(LIB_LIBS)
 
 # The library's threaded parts under ThreadSanitizer: the whole library and
 # the tests that race it, instrumented (the reuse protocol, the pools'
@@ -185,13 +204,18 @@ $(B)/lib-tsan/%.o: lib/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LIB_CFLAGS) $(TSAN_CFLAGS) -c -o $@ $<
 
-$(TSAN_A): $(LIB_SRCS:lib/%.c=$(B)/lib-tsan/%.o)
+$(B)/lib-tsan/gen/%.o: $(B)/gen/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LIB_CFLAGS) $(TSAN_CFLAGS) -c -o $@ $<
+$(B)/lib-tsan/onnx.o: $(GEN)/onnx.pb-c.h
+
+$(TSAN_A): $(LIB_SRCS:lib/%.c=$(B)/lib-tsan/%.o) $(B)/lib-tsan/gen/onnx.pb-c.o
 	rm -f $@
 	$(AR) rcs $@ $^
 
 $(B)/selftests/lib-tsan/%: selftests/lib/%.c $(KSFT_HDR) $(TSAN_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(TSAN_CFLAGS) -Ilib -o $@ $< $(TSAN_A) -lm
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(TSAN_CFLAGS) -Ilib -o $@ $< $(TSAN_A) $(LIB_LIBS) -lm
 
 # ---------------------------------------------------------------- fuzzers
 
@@ -216,7 +240,12 @@ $(B)/fuzz/lib/%.o: lib/%.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(LIB_CFLAGS) -c -o $@ $<
 
-$(FUZZ_A): $(LIB_SRCS:lib/%.c=$(B)/fuzz/lib/%.o)
+$(B)/fuzz/gen/%.o: $(B)/gen/%.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(LIB_CFLAGS) -c -o $@ $<
+$(B)/fuzz/lib/onnx.o: $(GEN)/onnx.pb-c.h
+
+$(FUZZ_A): $(LIB_SRCS:lib/%.c=$(B)/fuzz/lib/%.o) $(B)/fuzz/gen/onnx.pb-c.o
 	rm -f $@
 	$(AR) rcs $@ $^
 
@@ -231,7 +260,7 @@ $(B)/fuzz/%_fuzz: selftests/fuzz/%_fuzz.c selftests/fuzz/fuzz.h $(FUZZ_A)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer \
 		$(filter-out -MMD -MP,$(MD_CFLAGS)) -Ilib -o $@ $< \
-		$(filter %.o,$^) $(FUZZ_A) $(PTHREAD)
+		$(filter %.o,$^) $(FUZZ_A) $(LIB_LIBS)
 
 # Every target for FUZZ_SECONDS (default 300) each, from the cached corpora.
 fuzz-lib: fuzz-lib-build
@@ -282,7 +311,7 @@ demo:
 # installed).
 $(B)/demo/region $(B)/demo/runtime: $(B)/demo/%: tools/demo/%.c $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(LIB_LIBS)
 
 bench: bench-buddy bench-copy bench-plan bench-exact bench-scale bench-dynamic bench-alloc
 
@@ -295,7 +324,7 @@ bench-plan: $(B)/bench/plan_bench
 
 $(B)/bench/plan_bench: tools/bench/plan_bench.c $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD) -lm
+	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(LIB_LIBS) -lm
 
 # The exact planner on the MiniMalloc problems at their known capacities
 # (against MiniMalloc's published times) and on random problems.
@@ -310,7 +339,7 @@ bench-exact: $(B)/bench/exact_bench
 
 $(B)/bench/exact_bench: tools/bench/exact_bench.c tools/bench/cutgen.c tools/bench/cutgen.h $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(PTHREAD) -lm
+	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS) -lm
 
 # The planners on compiler-shaped traces of 10^4-10^5 buffers
 # (tools/bench/tracegen) against idealloc and MiniMalloc (../shared/peers),
@@ -333,7 +362,7 @@ exact-equiv: $(B)/bench/exact_equiv
 
 $(B)/bench/exact_equiv: tools/bench/exact_equiv.c tools/bench/cutgen.c tools/bench/cutgen.h $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(PTHREAD) -lm
+	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS) -lm
 
 # The dynamic pool on a detection-like trace of varying input sizes, against
 # a region per tensor and a planned region per request (host backend).
@@ -343,7 +372,7 @@ bench-dynamic: $(B)/bench/dynamic_bench
 
 $(B)/bench/dynamic_bench: tools/bench/dynamic_bench.c $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(LIB_LIBS)
 
 # The tiered pools' alloc+free latency against glibc malloc, jemalloc and
 # mimalloc (dlopen()ed when installed: tools/deps.sh bench), same traces.
@@ -353,7 +382,7 @@ bench-alloc: $(B)/bench/alloc_bench
 
 $(B)/bench/alloc_bench: tools/bench/alloc_bench.c $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(PTHREAD) -ldl -lm
+	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(LIB_LIBS) -ldl -lm
 
 # metadef's buddy allocator against the kernel's drm_buddy, in one VM run.
 bench-buddy:

@@ -9,7 +9,11 @@
 set -eu
 
 # valgrind: plan_cli_test runs metadef-plan's error paths under it (leaks).
-host="gcc make pkg-config libnl-3-dev libnl-genl-3-dev valgrind"
+# libprotobuf-c-dev, protobuf-c-compiler, libonnx-dev: the ONNX reader is
+# generated from onnx.proto at build time; python3-onnx: onnx.checker
+# validates the models tools/models writes (onnx_test).
+host="gcc make pkg-config libnl-3-dev libnl-genl-3-dev valgrind
+      libprotobuf-c-dev protobuf-c-compiler libonnx-dev python3-onnx"
 # linux-perf: trace_test runs perf record -e 'metadef:*' in the guest.
 vm="linux-headers-amd64 linux-image-amd64 qemu-system-x86 busybox-static
     cpio xz-utils kmod linux-source-6.1 libdrm-dev dkms linux-perf"
