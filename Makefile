@@ -289,7 +289,11 @@ $(B)/selftests/kmod/ctl_test: $(B)/bin/metadefctl
 # The CLI test runs the tool: build it with the host tests.
 $(B)/selftests/lib/plan_cli_test: $(B)/bin/metadef-plan
 $(B)/selftests/lib/exact_cli_test: $(B)/bin/metadef-plan
+# models_test runs the generator, the planner and models_check.py (in the
+# source tree, with /usr/bin/python3's onnx).
 $(B)/selftests/lib/models_test: $(B)/bin/metadef-models $(B)/bin/metadef-plan
+$(B)/selftests/lib/models_test: TEST_CFLAGS += \
+	-DMODELS_CHECK='"$(CURDIR)/selftests/lib/models_check.py"'
 
 # ---------------------------------------------------------------- tests
 
