@@ -329,8 +329,10 @@ TEST_F(models, bert_large_train_plans)
 			      sizeof(self->out))) TH_LOG("%s", self->out);
 	EXPECT_EQ(3047, plan_field(self->out, "tensors"));
 	lb = plan_field(self->out, "lower bound");
-	/* activations + gradients at the peak: 10-20 GB on top of the
-	 * weights and Adam's moments (4 GB) */
+	/*
+	 * activations + gradients at the peak: 10-20 GB on top of the
+	 * weights and Adam's moments (4 GB)
+	 */
 	EXPECT_LT(14ULL << 30, lb);
 	EXPECT_GT(24ULL << 30, lb);
 	TH_LOG("bert-large-train: lower bound %llu, peak %llu",

@@ -48,8 +48,7 @@ struct fop {
 	int in[MAXIO], nin;
 	int out[MAXIO], nout;
 	int save[MAXIO], nsave;
-	bool alias;		/* elementwise add: the output's gradient is
-				 * every input's, no backward op */
+	bool alias;		/* an add: its gradient is its inputs' */
 	bool seed;		/* the loss: its backward starts the pass */
 };
 
@@ -376,7 +375,8 @@ static void tg_init(struct tg *g, const struct mm_opts *o, struct mm_out *out,
 	mm_printf(out, "# dtype %s%s, optimizer Adam, %s\n",
 		  mm_dtype_name(o->dtype),
 		  o->dtype == MM_FP16 ? " (mixed precision: fp32 master weights)" : "",
-		  o->grad_reuse ? "per-weight update as soon as its gradient is complete (--grad-reuse)" :
+		  o->grad_reuse ?
+		  "per-weight update as soon as its gradient is complete (--grad-reuse)" :
 		  "one optimizer step after the backward");
 	mm_printf(out, "device %s\n", o->device);
 }
