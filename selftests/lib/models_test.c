@@ -282,9 +282,12 @@ static int gen_plan(const char *args, const char *file, char *out, size_t len)
  */
 TEST_F(models, resnet50_train_plans)
 {
-	uint64_t peak, peak_reuse;
+	uint64_t peak, peak_reuse, jpeak, jlb;
 
 	GEN_JSON("resnet50-train -o r50t.graph");
+	/* planned by the generator too: the same figures as metadef-plan's */
+	jpeak = json_u64(&self->j, "peak");
+	jlb = json_u64(&self->j, "lower_bound");
 	EXPECT_EQ(511, json_u64(&self->j, "ops"));
 	EXPECT_EQ(1317, json_u64(&self->j, "tensors"));
 	EXPECT_EQ(591, json_u64(&self->j, "inputs"));
@@ -295,6 +298,8 @@ TEST_F(models, resnet50_train_plans)
 	EXPECT_EQ(1317, plan_field(self->out, "tensors"));
 	EXPECT_EQ(10121109000ULL, plan_field(self->out, "no reuse"));
 	peak = plan_field(self->out, "peak");
+	EXPECT_EQ(jpeak, peak);
+	EXPECT_EQ(jlb, plan_field(self->out, "lower bound"));
 	TH_LOG("resnet50-train: peak %llu", (unsigned long long)peak);
 	ASSERT_EQ(0, gen_plan("resnet50-train --grad-reuse", "r50r.graph",
 			      self->out, sizeof(self->out)));

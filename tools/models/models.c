@@ -56,6 +56,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <metadef/graph.h>
+
 #include "models.h"
 
 static const char *prog = "metadef-models";
@@ -149,6 +151,42 @@ void mm_printf(struct mm_out *o, const char *fmt, ...)
 const char *mm_dtype_name(enum mm_dtype d)
 {
 	return d == MM_FP16 ? "fp16" : "fp32";
+}
+
+/*
+ * Parse the graph just written and plan it as metadef-plan does by
+ * default: its lower bound and peak for the summary, and a check that
+ * the text is a valid graph.
+ */
+static int plan_graph(const struct mm_out *out, struct mm_summary *s)
+{
+	struct md_plan_opts opts = { .strategy = MD_STRAT_ALL };
+	struct md_graph_plan gp;
+	struct md_error err = { 0 };
+	struct md_graph *g;
+	int ret;
+
+	ret = md_graph_new(&g);
+	if (ret)
+		return ret;
+	ret = md_graph_parse(g, out->buf, out->len, &err);
+	if (ret) {
+		fprintf(stderr, "%s: internal error: the graph does not parse: line %u: %s\n",
+			prog, err.line, err.msg);
+		md_graph_free(g);
+		return ret;
+	}
+	memset(&gp, 0, sizeof(gp));
+	ret = md_graph_plan(g, &opts, &gp);
+	if (ret) {
+		fprintf(stderr, "%s: planning failed: %s\n", prog, strerror(-ret));
+	} else {
+		s->lower_bound = gp.stats.lower_bound;
+		s->peak = gp.stats.peak;
+	}
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+	return ret;
 }
 
 /* ---------------------------------------------------------------- models */
@@ -250,6 +288,13 @@ static bool takes(const struct model *m, const char *opt)
 	return p && (p[n] == ' ' || !p[n]) && (p == m->opts || p[-1] == ' ');
 }
 
+/* Graph inputs: alive for the whole run. */
+static uint64_t resident(const struct mm_summary *s)
+{
+	return s->weight_bytes + s->master_bytes + s->optim_bytes +
+	       s->data_bytes;
+}
+
 static void json(FILE *f, const struct mm_opts *o, const struct model *m,
 		 const struct mm_summary *s, size_t file_bytes)
 {
@@ -285,6 +330,12 @@ static void json(FILE *f, const struct mm_opts *o, const struct model *m,
 	fprintf(f, ", \"parameters\": %llu, \"buffers\": %llu, \"parameter_bytes\": %llu",
 		(unsigned long long)s->params, (unsigned long long)s->buffers,
 		(unsigned long long)s->param_bytes);
+	if (!m->onnx)
+		fprintf(f,
+			", \"lower_bound\": %llu, \"peak\": %llu, \"resident_bytes\": %llu",
+			(unsigned long long)s->lower_bound,
+			(unsigned long long)s->peak,
+			(unsigned long long)resident(s));
 	if (!m->onnx)
 		fprintf(f,
 			", \"tensor_bytes\": %llu, \"weight_bytes\": %llu, \"master_bytes\": %llu, \"optimizer_bytes\": %llu, \"data_bytes\": %llu, \"activation_bytes\": %llu, \"activation_grad_bytes\": %llu, \"weight_grad_bytes\": %llu",
@@ -430,6 +481,8 @@ int main(int argc, char **argv)
 		ret = mm_bert_train(&o, &out, &s);
 	else
 		ret = mm_lstm(&o, &out, &s);
+	if (!ret && !m->onnx)
+		ret = plan_graph(&out, &s);
 	if (ret)
 		goto fail;
 
@@ -448,10 +501,18 @@ int main(int argc, char **argv)
 	}
 	if (want_json)
 		json(stdout, &o, m, &s, out.len);
+	else if (m->onnx)
+		fprintf(stderr, "%s: %s: %lu nodes, %lu tensors, %llu parameters, %zu bytes\n",
+			prog, m->name, s.nodes, s.tensors,
+			(unsigned long long)s.params, out.len);
 	else
-		fprintf(stderr, "%s: %s: %lu %s, %lu tensors, %llu parameters, %zu bytes\n",
-			prog, m->name, s.nodes, m->onnx ? "nodes" : "ops",
-			s.tensors, (unsigned long long)s.params, out.len);
+		fprintf(stderr, "%s: %s: %lu ops, %lu tensors, %llu parameters, %zu bytes; no reuse %llu, lower bound %llu (%llu beyond the inputs), planned peak %llu\n",
+			prog, m->name, s.nodes, s.tensors,
+			(unsigned long long)s.params, out.len,
+			(unsigned long long)s.tensor_bytes,
+			(unsigned long long)s.lower_bound,
+			(unsigned long long)(s.lower_bound - resident(&s)),
+			(unsigned long long)s.peak);
 	if (!m->onnx)
 		free(out.buf);
 	mm_free_all();

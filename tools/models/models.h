@@ -45,6 +45,9 @@ struct mm_summary {
 	uint64_t act_grad_bytes;	/* gradients of activations */
 	uint64_t weight_grad_bytes;	/* gradients of weights */
 	uint64_t other_bytes;	/* optimizer status words */
+	/* graph format, planned here with libmetadef's defaults */
+	uint64_t lower_bound;	/* most bytes alive at once */
+	uint64_t peak;		/* the plan's arena */
 };
 
 /* A growing buffer of bytes (the graph-format text, a packed model). */
