@@ -397,4 +397,33 @@ TEST_F(models, lstm_barriers)
 	EXPECT_EQ(1 + 3 * 5 + 5 + 8 * 15, plan_field(self->out, "tensors"));
 }
 
+/*
+ * Under valgrind, any leak or memory error fails: every model (small
+ * sizes), and the error paths.
+ */
+TEST_F(models, no_leaks_under_valgrind)
+{
+	static const char *const runs[] = {
+		"resnet50 -o a.onnx", "resnet152 --batch 1 --dtype fp16 -o a.onnx",
+		"bert-large --json -o a.onnx",
+		"resnet50-train --batch 2 --image 64 --json -o a.graph",
+		"bert-large-train --batch 1 --seq 16 --dtype fp16 --grad-reuse -o a.graph",
+		"lstm --steps 3 -o a.graph", "vgg16 -o a", "resnet50 -o no/such/a",
+		"--help",
+	};
+	static const int rcs[] = { 0, 0, 0, 0, 0, 0, 2, 1, 0 };
+	const char *vg = "valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99";
+	char cmd[PATH_MAX + 1024];
+	size_t i;
+
+	if (system("valgrind --version >/dev/null 2>&1"))
+		SKIP(return, "valgrind not installed (tools/deps.sh host)");
+	for (i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "%s '%s' %s >/dev/null", vg, models,
+			 runs[i]);
+		EXPECT_EQ(rcs[i], sh(cmd, self->out, sizeof(self->out)))
+			TH_LOG("%s: %s", runs[i], self->out);
+	}
+}
+
 TEST_HARNESS_MAIN
