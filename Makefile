@@ -416,7 +416,8 @@ $(B)/bench/dynamic_bench: tools/bench/dynamic_bench.c $(LIB_A)
 # seconds of exact planning per model.
 MODELS_LIMIT	?= 15
 .PHONY: bench-models
-bench-models: $(B)/bench/models_bench $(B)/bin/metadef-plan $(B)/bench/dynamic_bench
+bench-models: $(B)/bench/models_bench $(B)/bin/metadef-plan $(B)/bench/dynamic_bench \
+		$(B)/bin/metadef-models
 	tools/bench/models-gen $(B)/bin/metadef-models $(B)/bench/models/in
 	$(B)/bench/models_bench -t $(MODELS_LIMIT) -m $(B)/bench/models/in \
 		-o $(B)/bench/models --dynamic $(B)/bench/dynamic_bench
