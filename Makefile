@@ -295,9 +295,10 @@ $(B)/selftests/lib/caching_test: selftests/lib/caching_test.c tools/bench/cachin
 		$(filter %.c,$^) $(LIB_A) $(LIB_LIBS)
 
 # The footprint report's smoke test runs models_bench --quick (and it
-# metadef-plan) on the graphs in the source tree.
+# metadef-plan) on the graphs in the source tree and a small ONNX model
+# from metadef-models.
 $(B)/selftests/lib/models_bench_test: selftests/lib/models_bench_test.c $(KSFT_HDR) \
-		$(B)/bench/models_bench $(B)/bin/metadef-plan
+		$(B)/bench/models_bench $(B)/bin/metadef-plan $(B)/bin/metadef-models
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_CFLAGS) -DMD_SRCDIR='"$(CURDIR)"' -o $@ $<
 
