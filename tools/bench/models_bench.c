@@ -557,7 +557,7 @@ static void measure(const struct workload *w, struct row *r)
 /* ------------------------------------------------------------ SVG */
 
 /*
- * The rows's exact plan as a CSV with every offset fixed (models one
+ * The row's exact plan as a CSV with every offset fixed (models one
  * after the other in time, all at the arena's base), drawn by
  * metadef-plan --svg. Return: 0, or -1 (a warning is printed).
  */
