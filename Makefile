@@ -53,7 +53,7 @@ PTHREAD		:= -pthread
 LIB_SRCS	:= $(wildcard lib/*.c)
 LIB_OBJS	:= $(LIB_SRCS:%.c=$(B)/%.o) $(B)/gen/onnx.pb-c.o
 # What a program linking libmetadef.a needs besides it (metadef.pc says the same).
-LIB_LIBS	:= -lprotobuf-c -pthread
+LIB_LIBS	:= -lprotobuf-c -lm -pthread
 
 # ONNX import (lib/onnx.c) reads models with protobuf-c. Its reader is
 # generated at build time from the schema Debian's libonnx-dev ships,
@@ -119,7 +119,7 @@ $(B)/lib/%.o: lib/%.c
 # The generated reader, and every library object that includes it.
 $(B)/gen/%.o: $(B)/gen/%.c
 	$(CC) $(CFLAGS) $(LIB_CFLAGS) -c -o $@ $<
-$(B)/lib/onnx.o: $(GEN)/onnx.pb-c.h
+$(B)/lib/onnx.o $(B)/lib/onnx_shape.o: $(GEN)/onnx.pb-c.h
 
 $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(@D)
@@ -153,7 +153,7 @@ $(B)/metadef.pc: Makefile $(B)/.pc-paths
 		'Description: device memory planning, pools and isolation for accelerators' \
 		'Version: $(VERSION)' \
 		'Libs: -L$${libdir} -lmetadef' \
-		'Libs.private: -pthread' \
+		'Libs.private: -lm -pthread' \
 		'Requires.private: libprotobuf-c' \
 		'Cflags: -I$${includedir}' >$@
 
@@ -207,7 +207,7 @@ $(B)/lib-tsan/%.o: lib/%.c
 $(B)/lib-tsan/gen/%.o: $(B)/gen/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LIB_CFLAGS) $(TSAN_CFLAGS) -c -o $@ $<
-$(B)/lib-tsan/onnx.o: $(GEN)/onnx.pb-c.h
+$(B)/lib-tsan/onnx.o $(B)/lib-tsan/onnx_shape.o: $(GEN)/onnx.pb-c.h
 
 $(TSAN_A): $(LIB_SRCS:lib/%.c=$(B)/lib-tsan/%.o) $(B)/lib-tsan/gen/onnx.pb-c.o
 	rm -f $@
@@ -243,7 +243,7 @@ $(B)/fuzz/lib/%.o: lib/%.c
 $(B)/fuzz/gen/%.o: $(B)/gen/%.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(LIB_CFLAGS) -c -o $@ $<
-$(B)/fuzz/lib/onnx.o: $(GEN)/onnx.pb-c.h
+$(B)/fuzz/lib/onnx.o $(B)/fuzz/lib/onnx_shape.o: $(GEN)/onnx.pb-c.h
 
 $(FUZZ_A): $(LIB_SRCS:lib/%.c=$(B)/fuzz/lib/%.o) $(B)/fuzz/gen/onnx.pb-c.o
 	rm -f $@
