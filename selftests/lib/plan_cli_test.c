@@ -327,7 +327,7 @@ TEST_F(cli, format_detection)
 	EXPECT_RUN(0, "size.csv", "size.csv (csv)");
 	EXPECT_RUN(1, "-f csv good.graph", "good.graph:1: unknown column 'input x 1K'");
 	EXPECT_RUN(1, "-f graph good.csv", "good.csv:1: unknown statement");
-	EXPECT_RUN(2, "-f xml good.csv", "--format: csv or graph, not 'xml'");
+	EXPECT_RUN(2, "-f xml good.csv", "--format: csv, graph or onnx, not 'xml'");
 }
 
 /* The tensor_plan / buffer_plan entry with id @id, or NULL. */
