@@ -45,7 +45,7 @@ LDFLAGS		?=
 MD_CFLAGS	:= -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE \
 		   -Iinclude -Iinclude/uapi -DMD_VERSION='"$(VERSION)"' -MMD -MP
 LIB_CFLAGS	:= $(MD_CFLAGS) -I$(B)/gen -fPIC -fvisibility=hidden
-TEST_CFLAGS	:= $(MD_CFLAGS) -I$(B)/ksft -Wno-unused-parameter -Wno-sign-compare -pthread
+TEST_CFLAGS	:= $(MD_CFLAGS) -I$(B)/ksft -I$(B)/gen -Wno-unused-parameter -Wno-sign-compare -pthread
 PTHREAD		:= -pthread
 
 # ---------------------------------------------------------------- library
@@ -274,6 +274,8 @@ $(B)/selftests/kmod/ctl_test: $(B)/bin/metadefctl
 
 # The CLI test runs the tool: build it with the host tests.
 $(B)/selftests/lib/plan_cli_test: $(B)/bin/metadef-plan
+# The ONNX tests build their models with the generated protobuf-c structs.
+$(B)/selftests/lib/onnx_test $(B)/selftests/lib/plan_cli_test: $(GEN)/onnx.pb-c.h
 $(B)/selftests/lib/exact_cli_test: $(B)/bin/metadef-plan
 
 # ---------------------------------------------------------------- tests

@@ -752,6 +752,17 @@ static int collect(struct ox_ctx *c)
 		if (ret)
 			return ret;
 	}
+	/* Every shape given must be for a graph input (no initializer). */
+	for (i = 0; i < c->o->ninputs; i++) {
+		const char *name = c->o->inputs[i].name;
+
+		for (k = 0; k < g->n_input; k++)
+			if (g->input[k]->name && !strcmp(g->input[k]->name, name))
+				break;
+		if (k == g->n_input || ox_find(c, name) >= 0)
+			return md_parse_fail(c->err, 0, "input shape given for '%s', which is not a graph input of the model",
+					     name);
+	}
 	for (i = 0; i < g->n_input; i++) {
 		const Onnx__ValueInfoProto *vi = g->input[i];
 
@@ -770,12 +781,6 @@ static int collect(struct ox_ctx *c)
 			ret = size_tensor(c, &c->t[id], " (graph input)");
 		if (ret)
 			return ret;
-	}
-	for (i = 0; i < c->o->ninputs; i++) {
-		id = ox_find(c, c->o->inputs[i].name);
-		if (id < 0 || c->t[id].kind != OX_K_INPUT)
-			return md_parse_fail(c->err, 0, "input shape given for '%s', which is not a graph input of the model",
-					     c->o->inputs[i].name);
 	}
 	for (i = 0; i < g->n_node; i++) {
 		const Onnx__NodeProto *n = g->node[i];
