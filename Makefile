@@ -226,7 +226,7 @@ $(B)/selftests/lib-tsan/%: selftests/lib/%.c $(KSFT_HDR) $(TSAN_A)
 # for FUZZ_SECONDS (25) in its fuzz-lib tier; make fuzz-lib for longer.
 FUZZ_CC		?= clang-14
 FUZZ_SECONDS	?= 300
-FUZZ_TARGETS	:= csv graph size plan cli
+FUZZ_TARGETS	:= csv graph size plan cli onnx
 FUZZ_BINS	:= $(FUZZ_TARGETS:%=$(B)/fuzz/%_fuzz)
 FUZZ_SAN	:= -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS	:= -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN)
