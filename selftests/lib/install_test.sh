@@ -63,7 +63,11 @@ int main(void)
 	return !v || !strlen(v);
 }
 EOF
-export PKG_CONFIG_SYSROOT_DIR=$dest PKG_CONFIG_LIBDIR=$dest/usr/lib/pkgconfig
+# The staged metadef.pc first; the system's for what it requires
+# (libprotobuf-c, Requires.private).
+sys_pc=$(pkg-config --variable pc_path pkg-config 2>/dev/null)
+export PKG_CONFIG_SYSROOT_DIR=$dest
+export PKG_CONFIG_LIBDIR=$dest/usr/lib/pkgconfig${sys_pc:+:$sys_pc}
 flags=$(pkg-config --cflags --libs --static metadef 2>"$tmp/log") &&
 	# shellcheck disable=SC2086
 	cc -o "$tmp/prog" "$tmp/prog.c" $flags -Wl,-rpath,"$dest/usr/lib" \
