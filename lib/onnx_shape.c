@@ -751,10 +751,13 @@ static int op_size(struct nx *x)
 static void same_values(struct nx *x, const struct ox_tensor *a,
 			struct ox_tensor *o)
 {
-	int64_t n = numel(o);
+	int64_t n;
 	void *v;
 
-	if (!has_val(a) || !o || n < 0 || n != numel(a))
+	if (!o || !has_val(a))
+		return;		/* an absent output, or nothing to fold */
+	n = numel(o);
+	if (n < 0 || n != numel(a))
 		return;
 	v = new_val(x, o, (size_t)n, !!a->fv);
 	if (v)
