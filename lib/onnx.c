@@ -124,13 +124,12 @@ static unsigned int store_size(const struct ox_ctx *c, int32_t dt)
 	return elem_size(dt);
 }
 
-static const char *dtype_name(int32_t dt)
+/* "string" or the number of data type @dt, into @buf. */
+static const char *dtype_name(int32_t dt, char *buf, size_t len)
 {
-	static char buf[16];
-
 	if (dt == OX_STRING)
 		return "string";
-	snprintf(buf, sizeof(buf), "%d", (int)dt);
+	snprintf(buf, len, "%d", (int)dt);
 	return buf;
 }
 
@@ -149,7 +148,22 @@ static int64_t t_numel(const struct ox_tensor *t)
 
 /* ------------------------------------------------------------ tensors */
 
-/* Little-endian element @k of @p (elem_size() @es bytes of type @dt). */
+/* Can raw_elem() read type @dt? */
+static int raw_type(int32_t dt)
+{
+	switch (dt) {
+	case OX_INT8: case OX_INT16: case OX_INT32: case OX_INT64:
+	case OX_UINT8: case OX_UINT16: case OX_UINT32: case OX_UINT64:
+	case OX_BOOL: case OX_FLOAT: case OX_DOUBLE:
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Little-endian element @k of @p, of type @dt (raw_type()), as an integer
+ * (*@i) or a double (*@d). Return: 0, or -1 for a uint64 past 2^63.
+ */
 static int raw_elem(const uint8_t *p, int32_t dt, size_t k, int64_t *i,
 		    double *d)
 {
@@ -158,7 +172,7 @@ static int raw_elem(const uint8_t *p, int32_t dt, size_t k, int64_t *i,
 	unsigned int b;
 	float f;
 
-	for (b = 0; b < elem_size(dt); b++)
+	for (b = 0; b < elem_size(dt) && b < 8; b++)
 		u |= (uint64_t)q[b] << (8 * b);
 	switch (dt) {
 	case OX_INT8:	*i = (int8_t)u; return 0;
@@ -191,12 +205,10 @@ static void read_values(struct ox_ctx *c, const Onnx__TensorProto *tp,
 	double dv;
 	size_t k;
 
-	if (n > OX_FOLD_MAX || n > c->fold_left || !elem_size(t->dtype))
+	if (n > OX_FOLD_MAX || n > c->fold_left || !raw_type(t->dtype))
 		return;
 	if (tp->has_raw_data) {
-		if (raw_elem((const uint8_t *)"\0\0\0\0\0\0\0\0", t->dtype, 0,
-			     &iv, &dv))
-			return;		/* a type not folded */
+		/* read below */
 	} else if (!(t->dtype == OX_INT64 && tp->n_int64_data == n) &&
 		   !(t->dtype == OX_FLOAT && tp->n_float_data == n) &&
 		   !(t->dtype == OX_DOUBLE && tp->n_double_data == n) &&
@@ -247,6 +259,7 @@ int ox_read_tensor(struct ox_ctx *c, const Onnx__TensorProto *tp,
 		   struct ox_tensor *t, const char *what)
 {
 	int32_t dt = tp->has_data_type ? tp->data_type : OX_UNDEFINED;
+	char dtb[16];
 	size_t k, vals;
 	int64_t n;
 
@@ -256,7 +269,7 @@ int ox_read_tensor(struct ox_ctx *c, const Onnx__TensorProto *tp,
 				     tp->n_dims, OX_MAX_RANK);
 	if (!elem_size(dt))
 		return md_parse_fail(c->err, 0, "%s: data type %s not supported",
-				     what, dtype_name(dt));
+				     what, dtype_name(dt, dtb, sizeof(dtb)));
 	for (k = 0; k < tp->n_dims; k++)
 		if (tp->dims[k] < 0)
 			return md_parse_fail(c->err, 0, "%s: negative dimension %" PRId64,
@@ -372,10 +385,12 @@ static int size_tensor(struct ox_ctx *c, struct ox_tensor *t,
 {
 	int64_t n = t_numel(t);
 	unsigned int es = store_size(c, t->dtype);
+	char dtb[16];
 
 	if (!es)
 		return md_parse_fail(c->err, 0, "tensor '%s'%s: data type %s not supported",
-				     t->name, where, dtype_name(t->dtype));
+				     t->name, where,
+				     dtype_name(t->dtype, dtb, sizeof(dtb)));
 	if (n < 0 || __builtin_mul_overflow((uint64_t)n, es, &t->bytes)) {
 		md_parse_fail(c->err, 0, "tensor '%s'%s: size past 2^64 bytes",
 			      t->name, where);

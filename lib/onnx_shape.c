@@ -24,6 +24,9 @@
 
 typedef __int128 wide;
 
+/* Kernel, stride, dilation and pad attributes above this are refused. */
+#define OX_ATTR_MAX	((wide)1 << 40)
+
 /* The node being inferred. */
 struct nx {
 	struct ox_ctx *c;
@@ -606,7 +609,10 @@ static int op_convpool(struct nx *x, int kind)
 		wide pe = pd && !same && !valid ? pd[sp + i] : 0;
 		wide opad = op ? op[i] : 0;
 
-		if (k < 1 || s < 1 || d < 1 || pb < 0 || pe < 0 || opad < 0)
+		/* Bounded so that the 128-bit sums below cannot overflow. */
+		if (k < 1 || s < 1 || d < 1 || pb < 0 || pe < 0 || opad < 0 ||
+		    k > OX_ATTR_MAX || s > OX_ATTR_MAX || d > OX_ATTR_MAX ||
+		    pb > OX_ATTR_MAX || pe > OX_ATTR_MAX || opad > OX_ATTR_MAX)
 			return fail(x, "kernel, stride, dilation, pad or output_padding out of range on axis %d",
 				    2 + i);
 		ek = (k - 1) * d + 1;
@@ -834,18 +840,20 @@ static int op_flatten(struct nx *x)
 		ax += a->rank;
 	if (ax < 0 || ax > a->rank)
 		return fail(x, "axis out of range");
-	for (i = 0; i < ax; i++)
-		p *= a->dim[i];
-	if (numel(a) < 0 || p > INT64_MAX)
+	if (numel(a) < 0)
 		return fail(x, "input past 2^63 elements");
+	for (i = 0; i < ax && p <= INT64_MAX; i++)
+		p *= a->dim[i];
+	if (p > INT64_MAX)	/* a 0 after it: no elements at all */
+		p = 0;
 	dim[0] = (int64_t)p;
 	dim[1] = p ? numel(a) / (int64_t)p : 0;
 	if (!p) {	/* zero outer: the inner product */
 		wide q = 1;
 
-		for (i = (int)ax; i < a->rank; i++)
+		for (i = (int)ax; i < a->rank && q <= INT64_MAX; i++)
 			q *= a->dim[i];
-		dim[1] = (int64_t)q;
+		dim[1] = q > INT64_MAX ? 0 : (int64_t)q;
 	}
 	set_shape(out_t(x, 0), a->dtype, 2, dim);
 	same_values(x, a, out_t(x, 0));
@@ -979,7 +987,7 @@ static int op_concat(struct nx *x)
 	dim[ax] = (int64_t)sum;
 	set_shape(o, a->dtype, a->rank, dim);
 	n = o ? numel(o) : -1;
-	if (!vals || n < 0 || !new_val(x, o, (size_t)n, val_float(o)))
+	if (!vals || n <= 0 || !new_val(x, o, (size_t)n, val_float(o)))
 		return 0;
 	for (i = 0; i < ax; i++)
 		outer *= dim[i];
@@ -1026,14 +1034,14 @@ static int op_split(struct nx *x)
 			return 0;
 	}
 	if (n < 0) {
-		int64_t per = x->nout ? (d + (int64_t)x->nout - 1) /
-			      (int64_t)x->nout : 0;
+		/* Equal parts, the last one smaller (Split-18). */
+		wide per = x->nout ? ((wide)d + (wide)x->nout - 1) /
+			   (wide)x->nout : 0;
 
 		for (k = 0; k < x->nout; k++) {
-			sp[k] = d - (int64_t)k * per < per ?
-				d - (int64_t)k * per : per;
-			if (sp[k] < 0)
-				sp[k] = 0;
+			wide left = (wide)d - (wide)k * per;
+
+			sp[k] = (int64_t)(left < 0 ? 0 : left < per ? left : per);
 		}
 		n = (int)x->nout;
 	}
@@ -1163,7 +1171,7 @@ static int op_gather(struct nx *x)
 	set_shape(o, a->dtype, r, dim);
 	n = o ? numel(o) : -1;
 	m = numel(id);
-	if (!has_val(a) || !has_val(id) || n < 0 || m < 0 ||
+	if (!has_val(a) || !has_val(id) || n <= 0 || m < 0 ||
 	    !new_val(x, o, (size_t)n, val_float(o)))
 		return 0;
 	D = a->dim[ax];
@@ -1647,8 +1655,10 @@ static int op_onehot(struct nx *x)
 		return fail(x, "needs indices, depth and values");
 	if (!has_val(in_t(x, 1)) || numel(in_t(x, 1)) != 1)
 		return 0;
+	if (!(vd(in_t(x, 1), 0) >= 0 && vd(in_t(x, 1), 0) < 9.2e18))
+		return fail(x, "depth out of range");
 	depth = (int64_t)vd(in_t(x, 1), 0);
-	if (depth < 0 || id->rank + 1 > OX_MAX_RANK)
+	if (id->rank + 1 > OX_MAX_RANK)
 		return fail(x, "depth or rank out of range");
 	ax = axis_of(attr_i(x->n, "axis", -1), id->rank + 1);
 	if (ax < 0)
