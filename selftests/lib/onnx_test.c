@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <metadef/graph.h>
 #include <metadef/onnx.h>
@@ -680,6 +681,35 @@ TEST(names_are_made_valid)
 	EXPECT_EQ(8, size_of(g, "in_0"));
 	EXPECT_EQ(8, size_of(g, "a_b"));
 	EXPECT_EQ(8, size_of(g, "a_b.1"));
+	md_graph_free(g);
+	mb_free(b);
+}
+
+/* The file convenience: a model read back; a missing file says why. */
+TEST(from_file)
+{
+	char path[] = "/tmp/metadef-onnx-test.XXXXXX";
+	struct mb *b = mb_new(17);
+	struct md_onnx_stats st;
+	struct md_graph *g;
+	struct md_error e;
+	int fd = mkstemp(path);
+
+	ASSERT_LE(0, fd);
+	close(fd);
+	mb_input(b, "x", MB_F32, "3");
+	mb_node(b, "Relu", "x", "y");
+	mb_output(b, "y", MB_F32, NULL);
+	ASSERT_EQ(0, mb_save(b, path));
+	ASSERT_EQ(0, md_graph_new(&g));
+	EXPECT_EQ(0, md_graph_from_onnx_file(g, path, NULL, &st, &e)) TH_LOG("%s", e.msg);
+	EXPECT_EQ(12, size_of(g, "y"));
+	EXPECT_EQ(1, st.nodes);
+	md_graph_free(g);
+	unlink(path);
+	ASSERT_EQ(0, md_graph_new(&g));
+	EXPECT_EQ(-ENOENT, md_graph_from_onnx_file(g, path, NULL, NULL, &e));
+	EXPECT_NE(NULL, strstr(e.msg, "No such file")) TH_LOG("%s", e.msg);
 	md_graph_free(g);
 	mb_free(b);
 }
