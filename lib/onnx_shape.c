@@ -1450,6 +1450,9 @@ static int op_constant_of_shape(struct nx *x)
 		return fail(x, "input 0 missing");
 	if (nv < 0 || !o)
 		return 0;
+	for (k = 0; k < nv; k++)
+		if (v[k] < 0)
+			return fail(x, "negative dimension in shape");
 	memset(&val, 0, sizeof(val));
 	val.dtype = OX_FLOAT;
 	if (va && va->t) {
@@ -1465,9 +1468,6 @@ static int op_constant_of_shape(struct nx *x)
 			ifill = val.iv ? val.iv[0] : (int64_t)0;
 		}
 	}
-	for (k = 0; k < nv; k++)
-		if (v[k] < 0)
-			return fail(x, "negative dimension in shape");
 	set_shape(o, val.dtype, nv, v);
 	n = numel(o);
 	if (n >= 0 && (!va || has_val(&val)) &&
