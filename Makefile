@@ -256,11 +256,13 @@ $(B)/fuzz/plan/%.o: tools/plan/%.c
 		-Dmain=plan_cli_main -c -o $@ $<
 
 $(B)/fuzz/cli_fuzz: $(FUZZ_CLI_OBJS)
+# onnx_fuzz builds models from recipes with the host tests' builder.
+$(B)/fuzz/onnx_fuzz: $(GEN)/onnx.pb-c.h selftests/lib/onnx_build.h
 $(B)/fuzz/%_fuzz: selftests/fuzz/%_fuzz.c selftests/fuzz/fuzz.h $(FUZZ_A)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer \
-		$(filter-out -MMD -MP,$(MD_CFLAGS)) -Ilib -o $@ $< \
-		$(filter %.o,$^) $(FUZZ_A) $(LIB_LIBS)
+		$(filter-out -MMD -MP,$(MD_CFLAGS)) -Ilib -I$(GEN) -Iselftests/lib \
+		-o $@ $< $(filter %.o,$^) $(FUZZ_A) $(LIB_LIBS)
 
 # Every target for FUZZ_SECONDS (default 300) each, from the cached corpora.
 fuzz-lib: fuzz-lib-build
