@@ -399,6 +399,16 @@ static int size_tensor(struct ox_ctx *c, struct ox_tensor *t,
 	return 0;
 }
 
+/*
+ * Shape and Size read only their input's shape, which is known before
+ * the run: they do not keep the input's memory alive.
+ */
+static int meta_only(const Onnx__NodeProto *n)
+{
+	return (!n->domain || !*n->domain || !strcmp(n->domain, "ai.onnx")) &&
+	       (!strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size"));
+}
+
 /* ------------------------------------------------------------ order */
 
 /* Min-heap of node indices: Kahn's algorithm keeps the file's order. */
@@ -641,7 +651,7 @@ static int build(struct ox_ctx *c, struct md_graph *g, const int *order,
 			int t = *n->input[k] ? ox_find(c, n->input[k]) : -1;
 
 			in[k] = t;
-			if (t >= 0 && c->t[t].gid >= 0)
+			if (t >= 0 && c->t[t].gid >= 0 && !meta_only(n))
 				inp[nin++] = c->t[t].gid;
 		}
 		for (k = 0; k < n->n_output; k++) {
@@ -870,7 +880,7 @@ static int infer_all(struct ox_ctx *c, const int *order)
 
 		for (k = 0; k < n->n_input; k++) {
 			in[k] = *n->input[k] ? ox_find(c, n->input[k]) : -1;
-			if (in[k] >= 0)
+			if (in[k] >= 0 && !meta_only(n))
 				c->t[in[k]].last_use = (int)i;
 		}
 		for (k = 0; k < n->n_output; k++)

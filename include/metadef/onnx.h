@@ -15,6 +15,8 @@
  *   - graph outputs live to the end of the run (md_graph_output()); an
  *     output nobody reads lives one step; empty (absent) optional inputs
  *     and outputs are skipped.
+ *   - Shape and Size read only their input's shape, known before the run:
+ *     they do not keep that input alive.
  *   - in place: the output of an element-wise op (unary, or binary with
  *     the output of the same shape and element size as that input),
  *     Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout and

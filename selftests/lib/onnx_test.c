@@ -108,6 +108,31 @@ TEST(inplace_refused_when_input_is_read_later)
 	mb_free(b);
 }
 
+/* Shape reads no data: a Shape after Sigmoid does not stop it in place. */
+TEST(shape_does_not_keep_its_input)
+{
+	struct mb *b = mb_new(17);
+	struct md_graph_plan gp;
+	struct md_graph *g;
+	struct md_error e;
+
+	mb_input(b, "x", MB_F32, "2,8");
+	mb_node(b, "Relu", "x", "a");
+	mb_node(b, "Sigmoid", "a", "s");
+	mb_node(b, "Shape", "a", "sh");
+	mb_node(b, "Reshape", "s,sh", "y");
+	mb_output(b, "y", MB_F32, NULL);
+	ASSERT_EQ(0, import(b, NULL, &g, NULL, &e)) TH_LOG("%s", e.msg);
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	EXPECT_EQ(gp.buffer[T("a")], gp.buffer[T("s")]);
+	EXPECT_EQ(gp.buffer[T("a")], gp.buffer[T("y")]);
+	EXPECT_EQ(2, gp.upper[T("a")]);		/* dies at Sigmoid (step 1) */
+	EXPECT_EQ(2, gp.stats.inplace_taken);
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+	mb_free(b);
+}
+
 /* Broadcast that grows the output: no in place into the small input. */
 TEST(inplace_needs_same_bytes)
 {
