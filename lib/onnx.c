@@ -175,10 +175,18 @@ static int raw_elem(const uint8_t *p, int32_t dt, size_t k, int64_t *i,
 	for (b = 0; b < elem_size(dt) && b < 8; b++)
 		u |= (uint64_t)q[b] << (8 * b);
 	switch (dt) {
-	case OX_INT8:	*i = (int8_t)u; return 0;
-	case OX_INT16:	*i = (int16_t)u; return 0;
-	case OX_INT32:	*i = (int32_t)u; return 0;
-	case OX_INT64:	*i = (int64_t)u; return 0;
+	case OX_INT8:
+		*i = (int8_t)u;
+		return 0;
+	case OX_INT16:
+		*i = (int16_t)u;
+		return 0;
+	case OX_INT32:
+		*i = (int32_t)u;
+		return 0;
+	case OX_INT64:
+		*i = (int64_t)u;
+		return 0;
 	case OX_UINT8: case OX_UINT16: case OX_UINT32: case OX_BOOL:
 		*i = (int64_t)u;
 		return 0;
@@ -845,8 +853,8 @@ static int collect(struct ox_ctx *c)
 			c->t[id].vi = g->value_info[i];
 	}
 	for (i = 0; i < g->n_output; i++) {
-		if (!g->output[i]->name ||
-		    (id = ox_find(c, g->output[i]->name)) < 0)
+		id = g->output[i]->name ? ox_find(c, g->output[i]->name) : -1;
+		if (id < 0)
 			return md_parse_fail(c->err, 0, "graph output '%s' is not made by any node, nor an input",
 					     g->output[i]->name ? g->output[i]->name : "");
 		if (!c->t[id].vi)

@@ -22,10 +22,13 @@
 #include "onnx_internal.h"
 #include "plan_internal.h"
 
-typedef __int128 wide;
-
-/* Kernel, stride, dilation and pad attributes above this are refused. */
-#define OX_ATTR_MAX	((wide)1 << 40)
+/*
+ * Dimension arithmetic is done in __int128: products of two dimensions
+ * (each < 2^63) cannot overflow it. Kernel, stride, dilation and pad
+ * attributes above OX_ATTR_MAX are refused, so that sums of such products
+ * cannot either.
+ */
+#define OX_ATTR_MAX	((__int128)1 << 40)
 
 /* The node being inferred. */
 struct nx {
@@ -48,10 +51,8 @@ static struct ox_tensor *out_t(const struct nx *x, size_t k)
 	return k < x->nout && x->out[k] >= 0 ? &x->c->t[x->out[k]] : NULL;
 }
 
-static int fail(const struct nx *x, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static int fail(const struct nx *x, const char *fmt, ...)
+static int __attribute__((format(printf, 2, 3)))
+fail(const struct nx *x, const char *fmt, ...)
 {
 	char name[64], msg[128];
 	va_list ap;
@@ -109,7 +110,7 @@ static double vd(const struct ox_tensor *t, size_t k)
 /* Elements of @t, or -1 past 2^63. */
 static int64_t numel(const struct ox_tensor *t)
 {
-	wide n = 1;
+	__int128 n = 1;
 	int i;
 
 	for (i = 0; i < t->rank; i++) {
@@ -596,18 +597,18 @@ static int op_convpool(struct nx *x, int kind)
 	if (kind == CP_CONV)
 		dim[1] = w->dim[0];
 	else if (kind == CP_TRANSPOSE)
-		dim[1] = (int64_t)((wide)w->dim[1] * group > INT64_MAX ? -1 :
+		dim[1] = (int64_t)((__int128)w->dim[1] * group > INT64_MAX ? -1 :
 				   w->dim[1] * group);
 	else
 		dim[1] = a->dim[1];
 	if (dim[1] < 0)
 		return fail(x, "channels past 2^63");
 	for (i = 0; i < sp; i++) {
-		wide in = a->dim[2 + i], k = ks ? ks[i] : w->dim[2 + i];
-		wide s = st ? st[i] : 1, d = dl ? dl[i] : 1, ek, out;
-		wide pb = pd && !same && !valid ? pd[i] : 0;
-		wide pe = pd && !same && !valid ? pd[sp + i] : 0;
-		wide opad = op ? op[i] : 0;
+		__int128 in = a->dim[2 + i], k = ks ? ks[i] : w->dim[2 + i];
+		__int128 s = st ? st[i] : 1, d = dl ? dl[i] : 1, ek, out;
+		__int128 pb = pd && !same && !valid ? pd[i] : 0;
+		__int128 pe = pd && !same && !valid ? pd[sp + i] : 0;
+		__int128 opad = op ? op[i] : 0;
 
 		/* Bounded so that the 128-bit sums below cannot overflow. */
 		if (k < 1 || s < 1 || d < 1 || pb < 0 || pe < 0 || opad < 0 ||
@@ -626,7 +627,7 @@ static int op_convpool(struct nx *x, int kind)
 		} else if (same) {
 			out = (in + s - 1) / s;
 		} else {
-			wide eff = in + pb + pe - ek;
+			__int128 eff = in + pb + pe - ek;
 
 			if (eff < 0)
 				return fail(x, "kernel (%" PRId64 ") larger than the padded input (%" PRId64 ") on axis %d",
@@ -775,7 +776,7 @@ static int op_reshape(struct nx *x)
 	struct ox_tensor *a = in_t(x, 0), *o = out_t(x, 0);
 	int64_t sh[OX_MAX_RANK], known = 1;
 	int n, i, neg = -1, allowzero = !!attr_i(x->n, "allowzero", 0);
-	wide p = 1;
+	__int128 p = 1;
 
 	if (!a)
 		return fail(x, "input 0 missing");
@@ -831,7 +832,7 @@ static int op_flatten(struct nx *x)
 {
 	struct ox_tensor *a = in_t(x, 0);
 	int64_t ax = attr_i(x->n, "axis", 1), dim[2];
-	wide p = 1;
+	__int128 p = 1;
 	int i;
 
 	if (!a)
@@ -849,7 +850,7 @@ static int op_flatten(struct nx *x)
 	dim[0] = (int64_t)p;
 	dim[1] = p ? numel(a) / (int64_t)p : 0;
 	if (!p) {	/* zero outer: the inner product */
-		wide q = 1;
+		__int128 q = 1;
 
 		for (i = (int)ax; i < a->rank && q <= INT64_MAX; i++)
 			q *= a->dim[i];
@@ -961,7 +962,7 @@ static int op_concat(struct nx *x)
 	struct ox_tensor *a = in_t(x, 0), *o = out_t(x, 0), *t;
 	int64_t dim[OX_MAX_RANK], n, outer = 1, inner = 1, k, j, e;
 	int ax, i, vals = 1;
-	wide sum = 0;
+	__int128 sum = 0;
 	size_t m, pos = 0;
 
 	if (!a)
@@ -1014,7 +1015,7 @@ static int op_split(struct nx *x)
 	int ax, n = -1;
 	size_t k, ns;
 	const int64_t *s;
-	wide sum = 0;
+	__int128 sum = 0;
 
 	if (!a)
 		return fail(x, "input 0 missing");
@@ -1035,11 +1036,11 @@ static int op_split(struct nx *x)
 	}
 	if (n < 0) {
 		/* Equal parts, the last one smaller (Split-18). */
-		wide per = x->nout ? ((wide)d + (wide)x->nout - 1) /
-			   (wide)x->nout : 0;
+		__int128 per = x->nout ? ((__int128)d + (__int128)x->nout - 1) /
+			   (__int128)x->nout : 0;
 
 		for (k = 0; k < x->nout; k++) {
-			wide left = (wide)d - (wide)k * per;
+			__int128 left = (__int128)d - (__int128)k * per;
 
 			sp[k] = (int64_t)(left < 0 ? 0 : left < per ? left : per);
 		}
@@ -1106,7 +1107,7 @@ static int op_slice(struct nx *x)
 		dim[i] = a->dim[i];
 	}
 	for (k = 0; k < ns; k++) {
-		wide s = st[k], e = en[k], D, len;
+		__int128 s = st[k], e = en[k], D, len;
 		int64_t p = nsp >= 0 ? sp[k] : 1;
 
 		i = axis_of(na >= 0 ? ax[k] : k, a->rank);
@@ -1124,7 +1125,7 @@ static int op_slice(struct nx *x)
 		} else {
 			s = s < 0 ? 0 : s > D - 1 ? D - 1 : s;
 			e = e < -1 ? -1 : e > D - 1 ? D - 1 : e;
-			len = s > e ? (s - e + (-(wide)p) - 1) / -(wide)p : 0;
+			len = s > e ? (s - e + (-(__int128)p) - 1) / -(__int128)p : 0;
 		}
 		start[i] = (int64_t)s;
 		step[i] = p;
@@ -1322,12 +1323,12 @@ static int op_pad(struct nx *x)
 		return fail(x, "%d pads for %d axes", np, na);
 	memcpy(dim, a->dim, a->rank * sizeof(*dim));
 	for (k = 0; k < na; k++) {
-		wide d;
+		__int128 d;
 
 		i = axis_of(ax[k], a->rank);
 		if (i < 0)
 			return fail(x, "axis out of range");
-		d = (wide)dim[i] + p[k] + p[na + k];
+		d = (__int128)dim[i] + p[k] + p[na + k];
 		if (d < 0 || d > INT64_MAX)
 			return fail(x, "padded size out of range on axis %d", i);
 		dim[i] = (int64_t)d;
@@ -1427,7 +1428,7 @@ static int op_tile(struct nx *x)
 	if (n != a->rank)
 		return fail(x, "%d repeats for rank %d", n, a->rank);
 	for (i = 0; i < n; i++) {
-		wide d = (wide)a->dim[i] * v[i];
+		__int128 d = (__int128)a->dim[i] * v[i];
 
 		if (v[i] < 0 || d > INT64_MAX)
 			return fail(x, "repeats out of range");
@@ -1494,7 +1495,7 @@ static int op_range(struct nx *x)
 	if (numel(s) != 1 || numel(l) != 1 || numel(d) != 1 || !vd(d, 0))
 		return fail(x, "start, limit and delta must be scalars, delta not 0");
 	if (s->iv && l->iv && d->iv) {
-		wide c = ((wide)l->iv[0] - s->iv[0] + d->iv[0] +
+		__int128 c = ((__int128)l->iv[0] - s->iv[0] + d->iv[0] +
 			  (d->iv[0] > 0 ? -1 : 1)) / d->iv[0];
 
 		cnt = c < 0 ? 0 : (double)c;
@@ -1547,33 +1548,38 @@ static int op_constant(struct nx *x)
 
 	if (!o)
 		return 0;
-	if ((a = ox_attr(x->n, "value")) && a->t) {
+	a = ox_attr(x->n, "value");
+	if (a && a->t) {
 		char what[96], name[48];
 
 		snprintf(what, sizeof(what), "node '%s' (op Constant): value",
 			 ox_node_name(x->n, x->idx, name, sizeof(name)));
 		return ox_read_tensor(x->c, a->t, o, what);
 	}
-	if ((a = ox_attr(x->n, "value_int")) && a->has_i) {
+	a = ox_attr(x->n, "value_int");
+	if (a && a->has_i) {
 		set_shape(o, OX_INT64, 0, NULL);
 		if (new_val(x, o, 1, 0))
 			o->iv[0] = a->i;
 		return 0;
 	}
-	if ((a = ox_attr(x->n, "value_float")) && a->has_f) {
+	a = ox_attr(x->n, "value_float");
+	if (a && a->has_f) {
 		set_shape(o, OX_FLOAT, 0, NULL);
 		if (new_val(x, o, 1, 1))
 			o->fv[0] = a->f;
 		return 0;
 	}
-	if ((a = ox_attr(x->n, "value_ints"))) {
+	a = ox_attr(x->n, "value_ints");
+	if (a) {
 		n = (int64_t)a->n_ints;
 		set_shape(o, OX_INT64, 1, &n);
 		if (new_val(x, o, a->n_ints, 0))
 			memcpy(o->iv, a->ints, a->n_ints * 8);
 		return 0;
 	}
-	if ((a = ox_attr(x->n, "value_floats"))) {
+	a = ox_attr(x->n, "value_floats");
+	if (a) {
 		n = (int64_t)a->n_floats;
 		set_shape(o, OX_FLOAT, 1, &n);
 		if (new_val(x, o, a->n_floats, 1))
@@ -1601,17 +1607,16 @@ static int op_rnn(struct nx *x)
 	nd = attr_is(x->n, "direction", "bidirectional", 0) ? 2 : 1;
 	seq = a->dim[layout ? 1 : 0];
 	batch = a->dim[layout ? 0 : 1];
-	if (layout) {
-		dim[0] = batch, dim[1] = seq, dim[2] = nd, dim[3] = h;
-	} else {
-		dim[0] = seq, dim[1] = nd, dim[2] = batch, dim[3] = h;
-	}
+	/* layout 0: Y [seq, dirs, batch, h]; layout 1: [batch, seq, dirs, h] */
+	dim[0] = layout ? batch : seq;
+	dim[1] = layout ? seq : nd;
+	dim[2] = layout ? nd : batch;
+	dim[3] = h;
 	set_shape(out_t(x, 0), a->dtype, 4, dim);
-	if (layout) {
-		dim[0] = batch, dim[1] = nd, dim[2] = h;
-	} else {
-		dim[0] = nd, dim[1] = batch, dim[2] = h;
-	}
+	/* Y_h, Y_c: [dirs, batch, h] or [batch, dirs, h] */
+	dim[0] = layout ? batch : nd;
+	dim[1] = layout ? nd : batch;
+	dim[2] = h;
 	set_shape(out_t(x, 1), a->dtype, 3, dim);
 	set_shape(out_t(x, 2), a->dtype, 3, dim);
 	return 0;

@@ -85,9 +85,12 @@ static struct mb *build_model(struct rd *r)
 		for (k = 0; k < rank; k++) {
 			unsigned int d = rb(r) % 11;
 
-			at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s",
-					       k ? "," : "", d == 10 ? "batch" :
-					       (char[2]){ (char)('0' + d), 0 });
+			if (d == 10)
+				at += (size_t)snprintf(list + at, sizeof(list) - at,
+						       "%sbatch", k ? "," : "");
+			else
+				at += (size_t)snprintf(list + at, sizeof(list) - at,
+						       "%s%u", k ? "," : "", d);
 		}
 		snprintf(names[nt], 8, "i%u", i);
 		mb_input(b, names[nt++], t == 0 ? MB_I64 : t == 1 ? MB_BOOL :

@@ -175,7 +175,8 @@ static int onnx_arg(struct onnx_args *a, const char *arg, int dim)
 {
 	const char *eq = strrchr(arg, '=');
 	const char *opt = dim ? "--dim" : "--input";
-	int64_t v[MD_ONNX_MAX_RANK];
+	int64_t v[MD_ONNX_MAX_RANK], (*sh)[MD_ONNX_MAX_RANK];
+	struct md_onnx_input *in;
 	size_t rank;
 	char *name;
 	int ret;
@@ -207,27 +208,23 @@ static int onnx_arg(struct onnx_args *a, const char *arg, int dim)
 		d[a->o.ndims++].value = v[0];
 		a->o.dims = a->dims;
 		return 0;
-	} else {
-		struct md_onnx_input *in = realloc(a->inputs, (a->o.ninputs + 1) *
-						   sizeof(*in));
-		int64_t (*sh)[MD_ONNX_MAX_RANK];
-
-		if (!in)
-			return 1;
-		a->inputs = in;
-		sh = realloc(a->shapes, (a->o.ninputs + 1) * sizeof(*sh));
-		if (!sh)
-			return 1;
-		a->shapes = sh;
-		memcpy(sh[a->o.ninputs], v, sizeof(v));
-		in[a->o.ninputs].name = name;
-		in[a->o.ninputs].rank = rank;
-		a->o.ninputs++;
-		/* The arrays may have moved: point every entry again. */
-		for (size_t i = 0; i < a->o.ninputs; i++)
-			a->inputs[i].dims = a->shapes[i];
-		a->o.inputs = a->inputs;
 	}
+	in = realloc(a->inputs, (a->o.ninputs + 1) * sizeof(*in));
+	if (!in)
+		return 1;
+	a->inputs = in;
+	sh = realloc(a->shapes, (a->o.ninputs + 1) * sizeof(*sh));
+	if (!sh)
+		return 1;
+	a->shapes = sh;
+	memcpy(sh[a->o.ninputs], v, sizeof(v));
+	in[a->o.ninputs].name = name;
+	in[a->o.ninputs].rank = rank;
+	a->o.ninputs++;
+	/* The arrays may have moved: point every entry again. */
+	for (size_t i = 0; i < a->o.ninputs; i++)
+		a->inputs[i].dims = a->shapes[i];
+	a->o.inputs = a->inputs;
 	return 0;
 }
 
