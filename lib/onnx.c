@@ -539,8 +539,13 @@ out:
 
 /* ------------------------------------------------------------ the graph */
 
-/* The graph's name for @name: "_" for what the graph format refuses. */
-static char *graph_name(struct md_graph *g, const char *name)
+/*
+ * The graph's name for @name: "_" for what the graph format refuses, and
+ * ".N" appended while it clashes with a tensor of @g or one of the @nalso
+ * names in @also (the node's outputs named so far).
+ */
+static char *graph_name(struct md_graph *g, const char *name,
+			char *const *also, size_t nalso)
 {
 	size_t l = strlen(name), i;
 	char *s = malloc(l + 24);
@@ -555,14 +560,18 @@ static char *graph_name(struct md_graph *g, const char *name)
 		       (ch >= '0' && ch <= '9') || strchr("_.-/", ch) ? ch : '_';
 	}
 	s[l] = '\0';
-	while (md_graph_find(g, s) >= 0)
+	for (;;) {
+		for (i = 0; i < nalso && strcmp(also[i], s); i++)
+			;
+		if (i == nalso && md_graph_find(g, s) < 0)
+			return s;
 		snprintf(s + l, 24, ".%u", ++n);
-	return s;
+	}
 }
 
 static int add_resident(struct md_graph *g, struct ox_tensor *t)
 {
-	char *s = graph_name(g, t->name);
+	char *s = graph_name(g, t->name, NULL, 0);
 	int id;
 
 	if (!s)
@@ -670,7 +679,7 @@ static int build(struct ox_ctx *c, struct md_graph *g, const int *order,
 			t = &c->t[ox_find(c, n->output[k])];
 			if (nout == 0 && k == 0)
 				ip = pick_inplace(c, n, in, t, (int)i, is_out);
-			names[nout] = graph_name(g, t->name);
+			names[nout] = graph_name(g, t->name, names, nout);
 			if (!names[nout])
 				goto out;
 			sizes[nout++] = t->bytes;

@@ -701,11 +701,16 @@ TEST(names_are_made_valid)
 	mb_input(b, "in:0", MB_F32, "2");
 	mb_node(b, "Relu", "in:0", "a b");
 	mb_node(b, "Relu", "a b", "a_b");
+	mb_node(b, "Split", "a_b", "s:0,s:1,s_0");	/* clash in one node */
 	mb_output(b, "a_b", MB_F32, NULL);
+	mb_output(b, "s_0", MB_F32, NULL);
 	ASSERT_EQ(0, import(b, NULL, &g, NULL, &e)) TH_LOG("%s", e.msg);
 	EXPECT_EQ(8, size_of(g, "in_0"));
 	EXPECT_EQ(8, size_of(g, "a_b"));
 	EXPECT_EQ(8, size_of(g, "a_b.1"));
+	EXPECT_NE(-ENOENT, md_graph_find(g, "s_0"));
+	EXPECT_NE(-ENOENT, md_graph_find(g, "s_1"));
+	EXPECT_NE(-ENOENT, md_graph_find(g, "s_0.1"));
 	md_graph_free(g);
 	mb_free(b);
 }
