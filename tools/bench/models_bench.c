@@ -59,10 +59,7 @@
 #include <metadef/metadef.h>
 #include <metadef/plan.h>
 
-#if __has_include(<metadef/onnx.h>)
 #include <metadef/onnx.h>
-#define HAVE_ONNX 1
-#endif
 
 #include "caching.h"
 
@@ -205,7 +202,6 @@ static int ends_with(const char *s, const char *suffix)
 	return n >= k && !strcmp(s + n - k, suffix);
 }
 
-#ifdef HAVE_ONNX
 #define MAX_ONNX_OPTS	8
 
 /* @opts (see struct spec) as md_onnx_opts; the names point into @buf. */
@@ -277,7 +273,6 @@ static int import_onnx(const char *path, const char *opts,
 			 e.msg[0] ? e.msg : strerror(-err));
 	return err;
 }
-#endif
 
 /*
  * Read @path into a new graph: ONNX models through the ONNX import
@@ -296,7 +291,6 @@ static int import(const char *path, const char *opts, struct md_graph **g,
 		return -ENOENT;
 	}
 	if (ends_with(path, ".onnx")) {
-#ifdef HAVE_ONNX
 		err = md_graph_new(g);
 		if (!err)
 			err = import_onnx(path, opts, *g, weights, why, len);
@@ -305,12 +299,6 @@ static int import(const char *path, const char *opts, struct md_graph **g,
 			*g = NULL;
 		}
 		return err;
-#else
-		(void)opts;
-		(void)weights;
-		snprintf(why, len, "%.300s: no ONNX import in this build", path);
-		return -EOPNOTSUPP;
-#endif
 	}
 	text = md_read_file(path, &n);
 	if (!text) {
