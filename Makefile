@@ -73,6 +73,8 @@ LIB_SONAME	:= libmetadef.so.$(SOVERSION)
 
 TOOLS		:= $(B)/bin/metadefctl
 TOOLS		+= $(B)/bin/metadef-plan
+# Developer tools: built with the others, not installed.
+DEV_TOOLS	:= $(B)/bin/metadef-models
 
 # ---------------------------------------------------------------- selftests
 
@@ -104,7 +106,7 @@ module:
 
 lib: $(LIB_A) $(LIB_SO) $(B)/metadef.pc
 
-tools: $(TOOLS)
+tools: $(TOOLS) $(DEV_TOOLS)
 
 selftests: selftests-kmod selftests-host
 
@@ -169,6 +171,18 @@ $(B)/bin/metadefctl: $(wildcard tools/metadefctl/*.c) $(LIB_A)
 $(B)/bin/metadef-plan: $(wildcard tools/plan/*.c) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS)
+
+# The models generator (tools/models/): ONNX files through the protobuf-c
+# code generated above (linked from libmetadef.a) and training graphs.
+MODELS_SRCS	:= $(wildcard tools/models/*.c)
+MODELS_OBJS	:= $(MODELS_SRCS:tools/models/%.c=$(B)/models/%.o)
+$(B)/models/%.o: tools/models/%.c $(GEN)/onnx.pb-c.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(MD_CFLAGS) -I$(GEN) -c -o $@ $<
+
+$(B)/bin/metadef-models: $(MODELS_OBJS) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(MODELS_OBJS) $(LIB_A) $(LIB_LIBS) -lm
 
 $(KSFT_HDR):
 	tools/ksft-headers $(B)/ksft
@@ -275,6 +289,11 @@ $(B)/selftests/kmod/ctl_test: $(B)/bin/metadefctl
 # The CLI test runs the tool: build it with the host tests.
 $(B)/selftests/lib/plan_cli_test: $(B)/bin/metadef-plan
 $(B)/selftests/lib/exact_cli_test: $(B)/bin/metadef-plan
+# models_test runs the generator, the planner and models_check.py (in the
+# source tree, with /usr/bin/python3's onnx).
+$(B)/selftests/lib/models_test: $(B)/bin/metadef-models $(B)/bin/metadef-plan
+$(B)/selftests/lib/models_test: TEST_CFLAGS += \
+	-DMODELS_CHECK='"$(CURDIR)/selftests/lib/models_check.py"'
 
 # ---------------------------------------------------------------- tests
 
@@ -456,4 +475,4 @@ clean:
 	rm -f Module.symvers modules.order
 
 -include $(LIB_OBJS:.o=.d) $(wildcard $(B)/lib-tsan/*.d $(B)/selftests/*/*.d \
-	   $(B)/bin/*.d $(B)/fuzz/lib/*.d $(B)/fuzz/plan/*.d)
+	   $(B)/bin/*.d $(B)/models/*.d $(B)/fuzz/lib/*.d $(B)/fuzz/plan/*.d)

@@ -63,7 +63,10 @@ int main(void)
 	return !v || !strlen(v);
 }
 EOF
-export PKG_CONFIG_SYSROOT_DIR=$dest PKG_CONFIG_LIBDIR=$dest/usr/lib/pkgconfig
+# The staged copy first; the system's .pc files after it, for what
+# metadef.pc requires (libprotobuf-c), as in a distribution's sysroot.
+syspc=$(pkg-config --variable pc_path pkg-config 2>/dev/null)
+export PKG_CONFIG_SYSROOT_DIR=$dest PKG_CONFIG_LIBDIR=$dest/usr/lib/pkgconfig${syspc:+:$syspc}
 flags=$(pkg-config --cflags --libs --static metadef 2>"$tmp/log") &&
 	# shellcheck disable=SC2086
 	cc -o "$tmp/prog" "$tmp/prog.c" $flags -Wl,-rpath,"$dest/usr/lib" \

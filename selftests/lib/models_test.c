@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Host tests of metadef-models (tools/models/): every ONNX file it writes
+ * passes onnx.checker and has the documented node, tensor and parameter
+ * counts (models_check.py, run with /usr/bin/python3; those tests skip
+ * only when that Python has no onnx package), shape inference with a
+ * fixed batch and sequence shapes every node output; the training graphs
+ * and the LSTM parse and plan with metadef-plan, with the documented
+ * counts; bad arguments get a message and exit status 2. Runs the
+ * binaries the Makefile builds beside this test (build/bin/).
+ */
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "json_mini.h"
+#include "kselftest_harness.h"
+
+#ifndef MODELS_CHECK
+#define MODELS_CHECK "selftests/lib/models_check.py"
+#endif
+#define PYTHON "/usr/bin/python3"
+
+static char models[PATH_MAX], plan[PATH_MAX], dir[PATH_MAX];
+
+static int find_bins(void)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	const char *d;
+
+	if (n <= 0)
+		return -1;
+	exe[n] = '\0';
+	/* build/selftests/lib/models_test -> build/bin/ */
+	d = dirname(exe);
+	snprintf(models, sizeof(models), "%s/../../bin/metadef-models", d);
+	snprintf(plan, sizeof(plan), "%s/../../bin/metadef-plan", d);
+	return access(models, X_OK) || access(plan, X_OK);
+}
+
+/* Run the shell command @cmd in dir; stdout + stderr into @out. */
+static int sh(const char *cmd, char *out, size_t len)
+{
+	char full[PATH_MAX * 3 + 2048];
+	size_t n;
+	FILE *p;
+	int st;
+
+	snprintf(full, sizeof(full), "cd '%s' && { %s ; } 2>&1", dir, cmd);
+	p = popen(full, "r");
+	if (!p)
+		return -1;
+	n = fread(out, 1, len - 1, p);
+	while (n && out[n - 1] == '\n')
+		n--;
+	out[n] = '\0';
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Run metadef-models with @args. */
+static int gen(const char *args, char *out, size_t len)
+{
+	char cmd[PATH_MAX + 1024];
+
+	snprintf(cmd, sizeof(cmd), "'%s' %s", models, args);
+	return sh(cmd, out, len);
+}
+
+static bool have_onnx(void)
+{
+	return system(PYTHON " -c 'import onnx' >/dev/null 2>&1") == 0;
+}
+
+/* models_check.py on @file with @args: 0 when every check holds. */
+static int check(const char *file, const char *args, char *out, size_t len)
+{
+	char cmd[PATH_MAX * 2 + 1024];
+
+	snprintf(cmd, sizeof(cmd), "%s '%s' %s %s", PYTHON, MODELS_CHECK, file,
+		 args);
+	return sh(cmd, out, len);
+}
+
+static off_t file_size(const char *name)
+{
+	char path[PATH_MAX + 64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return stat(path, &st) ? -1 : st.st_size;
+}
+
+/* "  NAME   N ..." in metadef-plan's text output. */
+static uint64_t plan_field(const char *out, const char *name)
+{
+	char key[64];
+	const char *p;
+
+	snprintf(key, sizeof(key), "\n  %s ", name);
+	p = strstr(out, key);
+	return p ? strtoull(p + strlen(key), NULL, 10) : UINT64_MAX;
+}
+
+FIXTURE(models) {
+	char out[1 << 16];
+	struct jv j;
+};
+
+FIXTURE_SETUP(models)
+{
+	memset(&self->j, 0, sizeof(self->j));
+	if (find_bins())
+		SKIP(return, "build/bin/metadef-models or metadef-plan not built");
+	snprintf(dir, sizeof(dir), "/tmp/metadef-models-test.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(dir));
+}
+
+FIXTURE_TEARDOWN(models)
+{
+	char cmd[PATH_MAX + 16];
+
+	jv_free(&self->j);
+	if (dir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		if (system(cmd) != 0)
+			TH_LOG("could not remove %s", dir);
+	}
+}
+
+#define EXPECT_GEN(rc, args, want) do {					\
+	int __rc = gen(args, self->out, sizeof(self->out));		\
+									\
+	if (__rc != (rc) || !strstr(self->out, want))			\
+		TH_LOG("%s: rc %d, got: %s", args, __rc, self->out);	\
+	EXPECT_EQ(rc, __rc);						\
+	EXPECT_NE(NULL, strstr(self->out, want));			\
+} while (0)
+
+/* Generate with --json, parse the summary into self->j. */
+#define GEN_JSON(args) do {						\
+	jv_free(&self->j);						\
+	ASSERT_EQ(0, gen(args " --json 2>/dev/null", self->out,		\
+			 sizeof(self->out))) TH_LOG("%s", self->out);	\
+	ASSERT_TRUE(json_parse(self->out, &self->j))			\
+		TH_LOG("not JSON: %s", self->out);			\
+} while (0)
+
+#define CHECK_ONNX(file, args) do {					\
+	int __rc = check(file, args, self->out, sizeof(self->out));	\
+									\
+	TH_LOG("%s", self->out);					\
+	EXPECT_EQ(0, __rc);						\
+} while (0)
+
+TEST_F(models, usage_and_bad_arguments)
+{
+	EXPECT_GEN(0, "--help", "usage: metadef-models MODEL");
+	EXPECT_NE(NULL, strstr(self->out, "bert-large-train"));
+	EXPECT_GEN(2, "", "no model named");
+	EXPECT_GEN(2, "vgg16 -o x", "unknown model 'vgg16'");
+	EXPECT_GEN(2, "resnet50 -o x --dtype fp8", "--dtype 'fp8': want fp32 or fp16");
+	EXPECT_GEN(2, "resnet50 -o x --batch 0", "--batch '0': want an integer");
+	EXPECT_GEN(2, "resnet50 -o x --batch 3x", "--batch '3x': want an integer");
+	EXPECT_GEN(2, "bert-large -o x --seq 513", "--seq '513': want an integer from 1 to 512");
+	EXPECT_GEN(2, "resnet50 -o x --seq 128", "resnet50 takes no --seq");
+	EXPECT_GEN(2, "bert-large -o x --grad-reuse", "bert-large takes no --grad-reuse");
+	EXPECT_GEN(2, "lstm --image 224", "lstm takes no --image");
+	EXPECT_GEN(2, "resnet50 --json", "--json prints the summary on stdout");
+	EXPECT_GEN(2, "resnet50 resnet152 -o x", "one model at a time");
+	EXPECT_GEN(2, "resnet50 --bogus -o x", "--help");
+	EXPECT_GEN(2, "resnet50-train --device tpu", "--device 'tpu'");
+	EXPECT_GEN(1, "resnet50 -o no/such/dir/x.onnx", "no/such/dir/x.onnx: No such file");
+	/* nothing written on a usage error */
+	EXPECT_EQ(-1, file_size("x"));
+}
+
+/*
+ * The documented counts: ResNet-50 175 nodes, 443 tensors (268 graph
+ * inputs: the image and 267 weights), 25,557,032 parameters and 53,120
+ * BN running statistics; symbolic batch by default.
+ */
+TEST_F(models, resnet50_onnx)
+{
+	GEN_JSON("resnet50 -o r50.onnx");
+	EXPECT_EQ(175, json_u64(&self->j, "nodes"));
+	EXPECT_EQ(443, json_u64(&self->j, "tensors"));
+	EXPECT_EQ(268, json_u64(&self->j, "inputs"));
+	EXPECT_EQ(25557032, json_u64(&self->j, "parameters"));
+	EXPECT_EQ(53120, json_u64(&self->j, "buffers"));
+	EXPECT_EQ((25557032 + 53120) * 4ULL, json_u64(&self->j, "parameter_bytes"));
+	EXPECT_STREQ("batch", json_str(&self->j, "batch"));
+	EXPECT_EQ(file_size("r50.onnx"), (off_t)json_u64(&self->j, "file_bytes"));
+	/* weights without data: kilobytes, not 100 MB */
+	EXPECT_GT(64 * 1024, file_size("r50.onnx"));
+	if (!have_onnx())
+		SKIP(return, PYTHON " has no onnx package");
+	CHECK_ONNX("r50.onnx", "--nodes 175 --tensors 443 --params 25557032 "
+		   "--buffers 53120 --elem float --symbolic");
+	ASSERT_EQ(0, gen("resnet50 --batch 4 -o r50b4.onnx", self->out,
+			 sizeof(self->out)));
+	CHECK_ONNX("r50b4.onnx", "--nodes 175 --tensors 443 --params 25557032 "
+		   "--infer --output output=4x1000");
+	ASSERT_EQ(0, gen("resnet50 --batch 2 --image 160 --dtype fp16 -o r50h.onnx",
+			 self->out, sizeof(self->out)));
+	CHECK_ONNX("r50h.onnx", "--params 25557032 --elem float16 --infer "
+		   "--output output=2x1000");
+}
+
+/* ResNet-152: 515 nodes, 1293 tensors, 60,192,808 parameters. */
+TEST_F(models, resnet152_onnx)
+{
+	GEN_JSON("resnet152 -o r152.onnx");
+	EXPECT_EQ(515, json_u64(&self->j, "nodes"));
+	EXPECT_EQ(1293, json_u64(&self->j, "tensors"));
+	EXPECT_EQ(60192808, json_u64(&self->j, "parameters"));
+	EXPECT_EQ(151424, json_u64(&self->j, "buffers"));
+	EXPECT_GT(192 * 1024, file_size("r152.onnx"));
+	if (!have_onnx())
+		SKIP(return, PYTHON " has no onnx package");
+	CHECK_ONNX("r152.onnx", "--nodes 515 --tensors 1293 --params 60192808 "
+		   "--buffers 151424 --symbolic");
+	ASSERT_EQ(0, gen("resnet152 --batch 1 -o r152b1.onnx", self->out,
+			 sizeof(self->out)));
+	CHECK_ONNX("r152b1.onnx", "--params 60192808 --infer --output output=1x1000");
+}
+
+/*
+ * BERT-large: 335,141,888 parameters; 905 nodes and 1311 tensors with
+ * symbolic batch and seq, 903 and 1309 with a fixed seq (the sequence
+ * length is a constant instead of Shape -> Gather).
+ */
+TEST_F(models, bert_large_onnx)
+{
+	GEN_JSON("bert-large -o bert.onnx");
+	EXPECT_EQ(905, json_u64(&self->j, "nodes"));
+	EXPECT_EQ(1311, json_u64(&self->j, "tensors"));
+	EXPECT_EQ(335141888, json_u64(&self->j, "parameters"));
+	EXPECT_STREQ("seq", json_str(&self->j, "seq"));
+	EXPECT_GT(256 * 1024, file_size("bert.onnx"));
+	GEN_JSON("bert-large --batch 2 --seq 128 -o bert_2_128.onnx");
+	EXPECT_EQ(903, json_u64(&self->j, "nodes"));
+	EXPECT_EQ(1309, json_u64(&self->j, "tensors"));
+	EXPECT_EQ(128, json_u64(&self->j, "seq"));
+	if (!have_onnx())
+		SKIP(return, PYTHON " has no onnx package");
+	CHECK_ONNX("bert.onnx", "--nodes 905 --tensors 1311 --params 335141888 "
+		   "--buffers 0 --elem float --symbolic");
+	CHECK_ONNX("bert_2_128.onnx", "--nodes 903 --tensors 1309 "
+		   "--params 335141888 --infer "
+		   "--output last_hidden_state=2x128x1024 "
+		   "--output pooler_output=2x1024");
+	ASSERT_EQ(0, gen("bert-large --batch 1 --seq 384 --dtype fp16 -o berth.onnx",
+			 self->out, sizeof(self->out)));
+	CHECK_ONNX("berth.onnx", "--params 335141888 --elem float16 --infer "
+		   "--output last_hidden_state=1x384x1024");
+	ASSERT_EQ(0, gen("bert-large --dtype fp16 -o berths.onnx", self->out,
+			 sizeof(self->out)));
+	CHECK_ONNX("berths.onnx", "--params 335141888 --elem float16 --symbolic");
+}
+
+/* Generate @args, plan it; the plan's text in self->out. */
+static int gen_plan(const char *args, const char *file, char *out, size_t len)
+{
+	char cmd[PATH_MAX * 2 + 1024];
+
+	snprintf(cmd, sizeof(cmd), "'%s' %s -o %s 2>/dev/null && '%s' %s",
+		 models, args, file, plan, file);
+	return sh(cmd, out, len);
+}
+
+/*
+ * ResNet-50 training, batch 32, fp32: 511 ops, 1317 tensors (591
+ * inputs), 10,121,109,000 bytes without reuse; planned. --grad-reuse
+ * changes when the updates run, not what exists.
+ */
+TEST_F(models, resnet50_train_plans)
+{
+	uint64_t peak, peak_reuse, jpeak, jlb;
+
+	GEN_JSON("resnet50-train -o r50t.graph");
+	/* planned by the generator too: the same figures as metadef-plan's */
+	jpeak = json_u64(&self->j, "peak");
+	jlb = json_u64(&self->j, "lower_bound");
+	EXPECT_EQ(511, json_u64(&self->j, "ops"));
+	EXPECT_EQ(1317, json_u64(&self->j, "tensors"));
+	EXPECT_EQ(591, json_u64(&self->j, "inputs"));
+	EXPECT_EQ(25557032, json_u64(&self->j, "parameters"));
+	EXPECT_EQ(10121109000ULL, json_u64(&self->j, "tensor_bytes"));
+	ASSERT_EQ(0, gen_plan("resnet50-train", "r50t.graph", self->out,
+			      sizeof(self->out))) TH_LOG("%s", self->out);
+	EXPECT_EQ(1317, plan_field(self->out, "tensors"));
+	EXPECT_EQ(10121109000ULL, plan_field(self->out, "no reuse"));
+	peak = plan_field(self->out, "peak");
+	EXPECT_EQ(jpeak, peak);
+	EXPECT_EQ(jlb, plan_field(self->out, "lower bound"));
+	TH_LOG("resnet50-train: peak %llu", (unsigned long long)peak);
+	ASSERT_EQ(0, gen_plan("resnet50-train --grad-reuse", "r50r.graph",
+			      self->out, sizeof(self->out)));
+	EXPECT_EQ(1317, plan_field(self->out, "tensors"));
+	peak_reuse = plan_field(self->out, "peak");
+	EXPECT_GE(peak, peak_reuse);
+	/* mixed precision: fp32 masters are inputs too */
+	GEN_JSON("resnet50-train --batch 8 --dtype fp16 -o r50h.graph");
+	EXPECT_EQ(25557032ULL * 4, json_u64(&self->j, "master_bytes"));
+	EXPECT_EQ(25557032ULL * 8, json_u64(&self->j, "optimizer_bytes"));
+	EXPECT_EQ(0, gen_plan("resnet50-train --batch 8 --dtype fp16",
+			      "r50h.graph", self->out, sizeof(self->out)));
+}
+
+/*
+ * BERT-large fine-tuning, batch 8, seq 512, fp32: 1300 ops, 3047
+ * tensors, 46,741,104,456 bytes without reuse, 335,143,938 parameters
+ * (the model's and the 1024 x 2 classifier's 2,050). With batch 1 and
+ * seq 128 the weight gradients (1.34 GB) dominate: updating each weight
+ * as soon as its gradient is complete lowers the peak by most of them.
+ */
+TEST_F(models, bert_large_train_plans)
+{
+	uint64_t lb, peak, peak_reuse;
+
+	GEN_JSON("bert-large-train -o bt.graph");
+	EXPECT_EQ(1300, json_u64(&self->j, "ops"));
+	EXPECT_EQ(3047, json_u64(&self->j, "tensors"));
+	EXPECT_EQ(335143938, json_u64(&self->j, "parameters"));
+	EXPECT_EQ(46741104456ULL, json_u64(&self->j, "tensor_bytes"));
+	ASSERT_EQ(0, gen_plan("bert-large-train", "bt.graph", self->out,
+			      sizeof(self->out))) TH_LOG("%s", self->out);
+	EXPECT_EQ(3047, plan_field(self->out, "tensors"));
+	lb = plan_field(self->out, "lower bound");
+	/*
+	 * activations + gradients at the peak: 10-20 GB on top of the
+	 * weights and Adam's moments (4 GB)
+	 */
+	EXPECT_LT(14ULL << 30, lb);
+	EXPECT_GT(24ULL << 30, lb);
+	TH_LOG("bert-large-train: lower bound %llu, peak %llu",
+	       (unsigned long long)lb,
+	       (unsigned long long)plan_field(self->out, "peak"));
+
+	ASSERT_EQ(0, gen_plan("bert-large-train --batch 1 --seq 128", "b1.graph",
+			      self->out, sizeof(self->out)));
+	peak = plan_field(self->out, "peak");
+	ASSERT_EQ(0, gen_plan("bert-large-train --batch 1 --seq 128 --grad-reuse",
+			      "b1r.graph", self->out, sizeof(self->out)));
+	peak_reuse = plan_field(self->out, "peak");
+	TH_LOG("batch 1, seq 128: peak %llu, with --grad-reuse %llu",
+	       (unsigned long long)peak, (unsigned long long)peak_reuse);
+	EXPECT_LT(peak_reuse + (512ULL << 20), peak);
+
+	GEN_JSON("bert-large-train --batch 2 --seq 128 --dtype fp16 -o bth.graph");
+	EXPECT_EQ(3440, json_u64(&self->j, "tensors"));
+	EXPECT_EQ(335143938ULL * 4, json_u64(&self->j, "master_bytes"));
+	EXPECT_EQ(0, gen_plan("bert-large-train --batch 2 --seq 128 --dtype fp16",
+			      "bth.graph", self->out, sizeof(self->out)));
+}
+
+/*
+ * LSTM: steps - 1 barriers in parallel mode; 32 steps x 2 layers of 1024:
+ * 352 ops, 555 tensors, 16,785,408 parameters.
+ */
+TEST_F(models, lstm_barriers)
+{
+	GEN_JSON("lstm -o lstm.graph");
+	EXPECT_EQ(31, json_u64(&self->j, "barriers"));
+	EXPECT_EQ(352, json_u64(&self->j, "ops"));
+	EXPECT_EQ(555, json_u64(&self->j, "tensors"));
+	EXPECT_EQ(16785408, json_u64(&self->j, "parameters"));
+	EXPECT_EQ(0, sh("grep -c '^barrier$' lstm.graph", self->out,
+			sizeof(self->out)));
+	EXPECT_EQ(31, atoi(self->out));
+	EXPECT_EQ(0, sh("grep -cx 'mode parallel' lstm.graph", self->out,
+			sizeof(self->out)));
+	ASSERT_EQ(0, gen_plan("lstm", "lstm.graph", self->out,
+			      sizeof(self->out))) TH_LOG("%s", self->out);
+	EXPECT_EQ(555, plan_field(self->out, "tensors"));
+	/* the barriers let step t reuse the memory of the steps before */
+	EXPECT_GT(plan_field(self->out, "no reuse") / 2,
+		  plan_field(self->out, "peak"));
+
+	GEN_JSON("lstm --steps 5 --layers 3 --hidden 256 --batch 16 --dtype fp16 "
+		 "-o small.graph");
+	EXPECT_EQ(4, json_u64(&self->j, "barriers"));
+	EXPECT_EQ(5 + 5 * 3 * 5, json_u64(&self->j, "ops"));
+	EXPECT_EQ(0, sh("grep -c '^barrier$' small.graph", self->out,
+			sizeof(self->out)));
+	EXPECT_EQ(4, atoi(self->out));
+	ASSERT_EQ(0, gen_plan("lstm --steps 5 --layers 3 --hidden 256 --batch 16 "
+			      "--dtype fp16", "small.graph", self->out,
+			      sizeof(self->out))) TH_LOG("%s", self->out);
+	EXPECT_EQ(1 + 3 * 5 + 5 + 8 * 15, plan_field(self->out, "tensors"));
+}
+
+/*
+ * Under valgrind, any leak or memory error fails: every model (small
+ * sizes), and the error paths.
+ */
+TEST_F(models, no_leaks_under_valgrind)
+{
+	static const char *const runs[] = {
+		"resnet50 -o a.onnx", "resnet152 --batch 1 --dtype fp16 -o a.onnx",
+		"bert-large --json -o a.onnx",
+		"resnet50-train --batch 2 --image 64 --json -o a.graph",
+		"bert-large-train --batch 1 --seq 16 --dtype fp16 --grad-reuse -o a.graph",
+		"lstm --steps 3 -o a.graph", "vgg16 -o a", "resnet50 -o no/such/a",
+		"--help",
+	};
+	static const int rcs[] = { 0, 0, 0, 0, 0, 0, 2, 1, 0 };
+	const char *vg = "valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99";
+	char cmd[PATH_MAX + 1024];
+	size_t i;
+
+	if (system("valgrind --version >/dev/null 2>&1"))
+		SKIP(return, "valgrind not installed (tools/deps.sh host)");
+	for (i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "%s '%s' %s >/dev/null", vg, models,
+			 runs[i]);
+		EXPECT_EQ(rcs[i], sh(cmd, self->out, sizeof(self->out)))
+			TH_LOG("%s: %s", runs[i], self->out);
+	}
+}
+
+TEST_HARNESS_MAIN
