@@ -45,7 +45,7 @@ LDFLAGS		?=
 MD_CFLAGS	:= -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE \
 		   -Iinclude -Iinclude/uapi -DMD_VERSION='"$(VERSION)"' -MMD -MP
 LIB_CFLAGS	:= $(MD_CFLAGS) -I$(B)/gen -fPIC -fvisibility=hidden
-TEST_CFLAGS	:= $(MD_CFLAGS) -I$(B)/ksft -Wno-unused-parameter -Wno-sign-compare -pthread
+TEST_CFLAGS	:= $(MD_CFLAGS) -I$(B)/ksft -I$(B)/gen -Wno-unused-parameter -Wno-sign-compare -pthread
 PTHREAD		:= -pthread
 
 # ---------------------------------------------------------------- library
@@ -53,7 +53,7 @@ PTHREAD		:= -pthread
 LIB_SRCS	:= $(wildcard lib/*.c)
 LIB_OBJS	:= $(LIB_SRCS:%.c=$(B)/%.o) $(B)/gen/onnx.pb-c.o
 # What a program linking libmetadef.a needs besides it (metadef.pc says the same).
-LIB_LIBS	:= -lprotobuf-c -pthread
+LIB_LIBS	:= -lprotobuf-c -lm -pthread
 
 # ONNX import (lib/onnx.c) reads models with protobuf-c. Its reader is
 # generated at build time from the schema Debian's libonnx-dev ships,
@@ -121,7 +121,7 @@ $(B)/lib/%.o: lib/%.c
 # The generated reader, and every library object that includes it.
 $(B)/gen/%.o: $(B)/gen/%.c
 	$(CC) $(CFLAGS) $(LIB_CFLAGS) -c -o $@ $<
-$(B)/lib/onnx.o: $(GEN)/onnx.pb-c.h
+$(B)/lib/onnx.o $(B)/lib/onnx_shape.o: $(GEN)/onnx.pb-c.h
 
 $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(@D)
@@ -155,7 +155,7 @@ $(B)/metadef.pc: Makefile $(B)/.pc-paths
 		'Description: device memory planning, pools and isolation for accelerators' \
 		'Version: $(VERSION)' \
 		'Libs: -L$${libdir} -lmetadef' \
-		'Libs.private: -pthread' \
+		'Libs.private: -lm -pthread' \
 		'Requires.private: libprotobuf-c' \
 		'Cflags: -I$${includedir}' >$@
 
@@ -221,7 +221,7 @@ $(B)/lib-tsan/%.o: lib/%.c
 $(B)/lib-tsan/gen/%.o: $(B)/gen/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LIB_CFLAGS) $(TSAN_CFLAGS) -c -o $@ $<
-$(B)/lib-tsan/onnx.o: $(GEN)/onnx.pb-c.h
+$(B)/lib-tsan/onnx.o $(B)/lib-tsan/onnx_shape.o: $(GEN)/onnx.pb-c.h
 
 $(TSAN_A): $(LIB_SRCS:lib/%.c=$(B)/lib-tsan/%.o) $(B)/lib-tsan/gen/onnx.pb-c.o
 	rm -f $@
@@ -240,7 +240,7 @@ $(B)/selftests/lib-tsan/%: selftests/lib/%.c $(KSFT_HDR) $(TSAN_A)
 # for FUZZ_SECONDS (25) in its fuzz-lib tier; make fuzz-lib for longer.
 FUZZ_CC		?= clang-14
 FUZZ_SECONDS	?= 300
-FUZZ_TARGETS	:= csv graph size plan cli
+FUZZ_TARGETS	:= csv graph size plan cli onnx
 FUZZ_BINS	:= $(FUZZ_TARGETS:%=$(B)/fuzz/%_fuzz)
 FUZZ_SAN	:= -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS	:= -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN)
@@ -257,7 +257,7 @@ $(B)/fuzz/lib/%.o: lib/%.c
 $(B)/fuzz/gen/%.o: $(B)/gen/%.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(LIB_CFLAGS) -c -o $@ $<
-$(B)/fuzz/lib/onnx.o: $(GEN)/onnx.pb-c.h
+$(B)/fuzz/lib/onnx.o $(B)/fuzz/lib/onnx_shape.o: $(GEN)/onnx.pb-c.h
 
 $(FUZZ_A): $(LIB_SRCS:lib/%.c=$(B)/fuzz/lib/%.o) $(B)/fuzz/gen/onnx.pb-c.o
 	rm -f $@
@@ -270,11 +270,13 @@ $(B)/fuzz/plan/%.o: tools/plan/%.c
 		-Dmain=plan_cli_main -c -o $@ $<
 
 $(B)/fuzz/cli_fuzz: $(FUZZ_CLI_OBJS)
+# onnx_fuzz builds models from recipes with the host tests' builder.
+$(B)/fuzz/onnx_fuzz: $(GEN)/onnx.pb-c.h selftests/lib/onnx_build.h
 $(B)/fuzz/%_fuzz: selftests/fuzz/%_fuzz.c selftests/fuzz/fuzz.h $(FUZZ_A)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer \
-		$(filter-out -MMD -MP,$(MD_CFLAGS)) -Ilib -o $@ $< \
-		$(filter %.o,$^) $(FUZZ_A) $(LIB_LIBS)
+		$(filter-out -MMD -MP,$(MD_CFLAGS)) -Ilib -I$(GEN) -Iselftests/lib \
+		-o $@ $< $(filter %.o,$^) $(FUZZ_A) $(LIB_LIBS)
 
 # Every target for FUZZ_SECONDS (default 300) each, from the cached corpora.
 fuzz-lib: fuzz-lib-build
@@ -288,6 +290,8 @@ $(B)/selftests/kmod/ctl_test: $(B)/bin/metadefctl
 
 # The CLI test runs the tool: build it with the host tests.
 $(B)/selftests/lib/plan_cli_test: $(B)/bin/metadef-plan
+# The ONNX tests build their models with the generated protobuf-c structs.
+$(B)/selftests/lib/onnx_test $(B)/selftests/lib/plan_cli_test: $(GEN)/onnx.pb-c.h
 $(B)/selftests/lib/exact_cli_test: $(B)/bin/metadef-plan
 # models_test runs the generator, the planner and models_check.py (in the
 # source tree, with /usr/bin/python3's onnx).

@@ -689,7 +689,7 @@ void md_buddy_show(const struct md_buddy *mm, struct seq_file *m)
 {
 	unsigned int k;
 
-	seq_printf(m, "size\t%llu\nchunk\t%llu\navail\t%llu\nlargest\t%llu\n",
+	seq_printf(m, "size\t%llu\nchunk\t%llu\nfree\t%llu\nlargest_free\t%llu\n",
 		   mm->size, md_buddy_chunk(mm), mm->avail,
 		   md_buddy_largest(mm));
 	seq_puts(m, "order\tblock_size\tfree_blocks\n");

@@ -41,31 +41,37 @@ static int domains_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(domains);
 
+/* "unlimited" where the netlink answer (and metadefctl --json) says null. */
+static void show_bytes(struct seq_file *m, const char *name, u64 v)
+{
+	if (v == U64_MAX)
+		seq_printf(m, "%s\tunlimited\n", name);
+	else
+		seq_printf(m, "%s\t%llu\n", name, v);
+}
+
+/*
+ * The limits carry the names of their module parameters, as LIMITS_GET
+ * and metadefctl do; max_user_bytes is the limit as set (0: none) and
+ * max_user_bytes_effective what it comes to on the current pool.
+ */
 static int info_show(struct seq_file *m, void *unused)
 {
 	struct md_device *mdev = m->private;
 	struct md_pool *pool = md_pool_current(mdev);
-	u64 quota = READ_ONCE(mdev->default_quota);
 
 	seq_printf(m, "abi_version\t%u\n", METADEF_ABI_VERSION);
 	seq_printf(m, "page_size\t%lu\n", PAGE_SIZE);
 	seq_printf(m, "pool_size_param\t%llu\n", mdev->pool_size);
-	if (quota == METADEF_QUOTA_UNLIMITED)
-		seq_puts(m, "default_quota\tunlimited\n");
-	else
-		seq_printf(m, "default_quota\t%llu\n", quota);
+	show_bytes(m, "default_quota", READ_ONCE(mdev->default_quota));
 	seq_printf(m, "max_user_domains\t%u\n",
 		   READ_ONCE(mdev->max_user_domains));
-	/* The per-user byte limit as it applies to the current pool. */
-	if (pool) {
-		u64 limit = md_user_byte_limit(mdev, pool->buddy.size);
-
-		if (limit == U64_MAX)
-			seq_puts(m, "max_user_bytes\tunlimited\n");
-		else
-			seq_printf(m, "max_user_bytes\t%llu\n", limit);
+	seq_printf(m, "max_user_bytes\t%llu\n", READ_ONCE(mdev->max_user_bytes));
+	seq_printf(m, "max_user_pct\t%u\n", READ_ONCE(mdev->max_user_pct));
+	show_bytes(m, "max_user_bytes_effective",
+		   pool ? md_user_byte_limit(mdev, pool->buddy.size) : U64_MAX);
+	if (pool)
 		md_pool_put(pool);
-	}
 	seq_printf(m, "max_user_grants\t%u\n", READ_ONCE(mdev->max_user_grants));
 	seq_printf(m, "max_domain_grants\t%u\n",
 		   READ_ONCE(mdev->max_domain_grants));

@@ -101,18 +101,19 @@ static int put_u64(struct sk_buff *skb, int type, u64 v)
 	return nla_put_u64_64bit(skb, type, v, METADEF_A_PAD);
 }
 
-/* 1 - largest / free, in parts per million; 0 when nothing is free. */
-static u32 fragmentation_ppm(u64 avail, u64 largest)
-{
-	if (!avail || largest >= avail)
-		return 0;
-	return mul_u64_u64_div_u64(avail - largest, METADEF_PPM, avail);
-}
-
-/* Checks common to every request; 0 or -EINVAL with extack. */
+/*
+ * Checks common to every request; 0 or -EINVAL with extack. A request
+ * of a later family version than this module's may mean attributes this
+ * module reads differently: refused. Version 0 (a generic client that
+ * does not set it) is taken as version 1.
+ */
 static int check_header(const struct genlmsghdr *hdr,
 			struct netlink_ext_ack *extack)
 {
+	if (hdr->version > METADEF_GENL_VERSION) {
+		NL_SET_ERR_MSG(extack, "metadef: request of a later family version");
+		return -EINVAL;
+	}
 	/* The core checks this too where it knows resv_start_op (6.0+). */
 	if (hdr->reserved) {
 		NL_SET_ERR_MSG(extack, "metadef: genetlink header reserved field must be 0");
@@ -168,7 +169,7 @@ static int fill_pool(struct sk_buff *skb, struct md_pool *pool)
 	    put_u64(skb, METADEF_A_POOL_FREE, avail) ||
 	    put_u64(skb, METADEF_A_POOL_LARGEST_FREE, largest) ||
 	    nla_put_u32(skb, METADEF_A_POOL_FRAGMENTATION,
-			fragmentation_ppm(avail, largest)))
+			md_fragmentation_ppm(avail, largest)))
 		goto out;
 	orders = nla_nest_start(skb, METADEF_A_POOL_ORDERS);
 	if (!orders)
@@ -596,7 +597,7 @@ void md_genl_alloc_refused(struct md_domain *dom, struct md_pool *pool,
 	      put_u64(skb, METADEF_A_POOL_FREE, avail) ||
 	      put_u64(skb, METADEF_A_POOL_LARGEST_FREE, largest) ||
 	      nla_put_u32(skb, METADEF_A_POOL_FRAGMENTATION,
-			  fragmentation_ppm(avail, largest));
+			  md_fragmentation_ppm(avail, largest));
 	event_send(skb, hdr, err);
 }
 

@@ -46,7 +46,7 @@ void md_info_fill(struct md_domain *dom, struct metadef_info *info)
 	info->domain_used = atomic64_read(&dom->used);
 	if (pool) {
 		info->pool_size = pool->buddy.size;
-		md_pool_usage(pool, &info->pool_free, &info->pool_largest);
+		md_pool_usage(pool, &info->pool_free, &info->pool_largest_free);
 		strscpy(info->backend, pool->backend, sizeof(info->backend));
 		md_pool_put(pool);
 	} else {
@@ -102,7 +102,14 @@ static int md_ioctl_alloc(struct md_domain *dom, void *data,
 	ret = md_alloc_check(arg);
 	if (!ret)
 		ret = md_region_create(dom, arg, priv);
-	trace_metadef_alloc(dom->id, arg, ret, md_trace_since(t0));
+	/*
+	 * A success is traced once the caller has its answer (commit), or
+	 * as the -EFAULT the caller gets when it could not be told (undo).
+	 */
+	if (ret)
+		trace_metadef_alloc(dom->id, arg, ret, md_trace_since(t0));
+	else
+		((struct md_region *)*priv)->trace_t0 = t0;
 	return ret;
 }
 
@@ -110,12 +117,19 @@ static int md_ioctl_alloc(struct md_domain *dom, void *data,
 static void md_ioctl_alloc_undo(struct md_domain *dom, void *data,
 				void *priv)
 {
+	struct md_region *r = priv;
+
+	trace_metadef_alloc(dom->id, data, -EFAULT,
+			    md_trace_since(r->trace_t0));
 	md_region_create_undo(dom, data, priv);
 }
 
 static void md_ioctl_alloc_commit(struct md_domain *dom, void *data,
 				  void *priv)
 {
+	struct md_region *r = priv;
+
+	trace_metadef_alloc(dom->id, data, 0, md_trace_since(r->trace_t0));
 	md_region_create_commit(dom, data, priv);
 }
 

@@ -229,6 +229,7 @@ struct md_region {
 	atomic_t dmabufs;
 	struct rw_semaphore imports_lock;
 	struct list_head imports;
+	u64 trace_t0;	/* while its ALLOC is in flight: md_trace_clock() */
 };
 
 /**
@@ -242,6 +243,8 @@ struct md_region {
  * @link: in @r->imports
  * @grant: until the IMPORT's answer reached the caller, the grant it took
  *         up (given back if it cannot be told)
+ * @owner: the owner's domain id and @owner_handle its handle, for the
+ *         tracepoint fired when the IMPORT's answer is out (or not)
  */
 struct md_import {
 	struct md_region *r;
@@ -250,6 +253,8 @@ struct md_import {
 	u64 id;
 	struct list_head link;
 	struct md_grant *grant;
+	u32 owner;
+	u32 owner_handle;
 };
 
 #define MD_HANDLE_IMPORT	1	/* xa_pointer_tag() of an import */

@@ -5,6 +5,7 @@
  * the debugfs view.
  */
 #include <linux/fs.h>
+#include <linux/math64.h>
 #include <linux/mm.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -95,6 +96,22 @@ void md_pool_usage(struct md_pool *pool, u64 *avail, u64 *largest)
 	mutex_unlock(&pool->lock);
 }
 
+/*
+ * md_fragmentation_ppm() - 1 - largest / free, in parts per million; 0
+ * when nothing is free. debugfs "pool", the POOL_GET answer and the
+ * ALLOC_REFUSED event all report this one figure.
+ */
+u32 md_fragmentation_ppm(u64 avail, u64 largest)
+{
+	if (!avail || largest >= avail)
+		return 0;
+	return mul_u64_u64_div_u64(avail - largest, METADEF_PPM, avail);
+}
+
+/*
+ * debugfs "pool": the names and values of the POOL_GET answer (README,
+ * "Observability"), then what only this backend knows.
+ */
 void md_pool_show(struct md_pool *pool, struct seq_file *m)
 {
 	u64 avail, largest;
@@ -104,6 +121,8 @@ void md_pool_show(struct md_pool *pool, struct seq_file *m)
 	seq_printf(m, "size\t%llu\n", pool->buddy.size);
 	seq_printf(m, "free\t%llu\n", avail);
 	seq_printf(m, "largest_free\t%llu\n", largest);
+	seq_printf(m, "fragmentation_ppm\t%u\n",
+		   md_fragmentation_ppm(avail, largest));
 	seq_printf(m, "max_block\t%llu\n", pool->max_block ?: pool->buddy.size);
 	if (pool->ops->show)
 		pool->ops->show(pool, m);

@@ -83,6 +83,7 @@ int md_pool_alloc_range(struct md_pool *pool, struct md_buddy_alloc *a,
 
 void md_pool_free(struct md_pool *pool, struct md_buddy_alloc *a);
 void md_pool_usage(struct md_pool *pool, u64 *avail, u64 *largest);
+u32 md_fragmentation_ppm(u64 avail, u64 largest);
 void md_pool_show(struct md_pool *pool, struct seq_file *m);
 void md_pool_kill(struct md_pool *pool);
 

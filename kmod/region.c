@@ -285,15 +285,27 @@ int md_region_free_handle(struct md_domain *dom, u32 handle)
 	return entry ? 0 : -ENOENT;
 }
 
-/* Drop every handle of a domain that is going away. */
+/*
+ * Drop every handle of a domain that is going away; each is a free the
+ * tenant did not ask for, traced as one (metadef_free, ret 0).
+ */
 void md_region_release_domain(struct md_domain *dom)
 {
+	bool tracing = trace_metadef_free_enabled();
 	unsigned long h;
 	void *entry;
 
 	xa_for_each(&dom->handles, h, entry) {
+		u64 t0 = md_trace_clock(tracing);
+		unsigned int mapped = 0;
+		u64 size, dev_va = 0;
+
 		xa_erase(&dom->handles, h);
-		drop_handle_entry(entry, NULL, NULL);
+		size = drop_handle_entry(entry, &dev_va, &mapped);
+		trace_metadef_free(dom->id, h,
+				   xa_pointer_tag(entry) == MD_HANDLE_IMPORT,
+				   size, dev_va, mapped, 0,
+				   md_trace_since(t0));
 	}
 	xa_destroy(&dom->handles);
 }

@@ -310,11 +310,25 @@ int md_import(struct md_domain *dom, struct metadef_import *arg, void **priv)
 	int ret;
 
 	ret = import(dom, arg, &imp, &owner, &owner_handle);
-	trace_metadef_import(dom->id, arg->handle, owner, owner_handle,
-			     arg->size, arg->dev_va,
-			     imp ? md_access_flags(imp->perm) : 0, ret);
+	/* A success is traced by the commit, or by the undo as -EFAULT. */
+	if (ret) {
+		trace_metadef_import(dom->id, arg->handle, owner, owner_handle,
+				     arg->size, arg->dev_va, 0, ret);
+	} else {
+		imp->owner = owner;
+		imp->owner_handle = owner_handle;
+	}
 	*priv = imp;
 	return ret;
+}
+
+static void trace_import_answer(struct md_domain *dom,
+				const struct metadef_import *arg,
+				const struct md_import *imp, int ret)
+{
+	trace_metadef_import(dom->id, arg->handle, imp->owner,
+			     imp->owner_handle, arg->size, arg->dev_va,
+			     md_access_flags(imp->perm), ret);
 }
 
 /* The importer knows its handle: store it; the grant is spent. */
@@ -323,6 +337,7 @@ void md_import_commit(struct md_domain *dom, struct metadef_import *arg,
 {
 	struct md_import *imp = priv;
 
+	trace_import_answer(dom, arg, imp, 0);
 	kfree(imp->grant);
 	imp->grant = NULL;
 	/* Replaces the reserved entry: nothing to allocate, cannot fail. */
@@ -360,6 +375,7 @@ void md_import_undo(struct md_domain *dom, struct metadef_import *arg,
 	bool restored = false;
 	struct md_region *r;
 
+	trace_import_answer(dom, arg, imp, -EFAULT);
 	mutex_lock(&mdev->share_lock);
 	r = detach_import(imp);
 	if (r && !g->owner->share_closed)

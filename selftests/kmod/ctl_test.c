@@ -121,6 +121,90 @@ static long long debugfs_value(const char *file, const char *name)
 	return v;
 }
 
+/*
+ * One debugfs file as rows of tab-separated fields: "NAME\tVALUE" files
+ * give two-field rows, tables a header row of names and then one row per
+ * object. Lines starting with '#' are comments.
+ */
+#define DF_ROWS 256
+#define DF_COLS 16
+
+struct dfile {
+	int rows;
+	int cols[DF_ROWS];
+	char *f[DF_ROWS][DF_COLS];
+	char *text;
+};
+
+static int dfile_read(const char *file, struct dfile *d)
+{
+	char path[128], *line, *save = NULL;
+	FILE *f;
+	size_t n;
+
+	memset(d, 0, sizeof(*d));
+	snprintf(path, sizeof(path), "/sys/kernel/debug/metadef/%s", file);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	d->text = calloc(1, OUT_MAX + 1);
+	n = d->text ? fread(d->text, 1, OUT_MAX, f) : 0;
+	fclose(f);
+	if (!d->text)
+		return -ENOMEM;
+	d->text[n] = 0;
+	for (line = strtok_r(d->text, "\n", &save); line && d->rows < DF_ROWS;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *fs = NULL, *t;
+
+		if (*line == '#')
+			continue;
+		for (t = strtok_r(line, "\t", &fs); t && d->cols[d->rows] < DF_COLS;
+		     t = strtok_r(NULL, "\t", &fs))
+			d->f[d->rows][d->cols[d->rows]++] = t;
+		d->rows++;
+	}
+	return 0;
+}
+
+/* The VALUE of a "NAME\tVALUE" row, or NULL. */
+static const char *dfile_value(const struct dfile *d, const char *name)
+{
+	for (int i = 0; i < d->rows; i++)
+		if (d->cols[i] == 2 && !strcmp(d->f[i][0], name))
+			return d->f[i][1];
+	return NULL;
+}
+
+/* Column @name of the table whose header is row @hdr, or -1. */
+static int dfile_col(const struct dfile *d, int hdr, const char *name)
+{
+	for (int c = 0; c < d->cols[hdr]; c++)
+		if (!strcmp(d->f[hdr][c], name))
+			return c;
+	return -1;
+}
+
+/*
+ * Does debugfs text @text say what JSON value @v says? Numbers are
+ * decimal (or 0x... for offsets), null is "unlimited", strings are equal.
+ */
+static bool same_value(const char *text, const struct jv *v)
+{
+	char *end;
+
+	switch (v->t) {
+	case J_NULL:
+		return !strcmp(text, "unlimited");
+	case J_STR:
+		return !strcmp(text, v->str);
+	case J_NUM:
+		return strtoull(text, &end, 0) == v->u && !*end;
+	default:
+		return false;
+	}
+}
+
 FIXTURE(ctl) {
 	int fd;
 	struct metadef_info info;
@@ -340,6 +424,174 @@ TEST_F(ctl, limits_json_and_set)
 	EXPECT_EQ(0, r.status);
 	EXPECT_NE(NULL, strstr(r.out, "max_domain_grants"));
 	run_free(&r);
+}
+
+/*
+ * One source of truth: a figure that debugfs and the netlink family
+ * (through metadefctl --json) both show has one name and one value
+ * (README, "Observability"). Each JSON key of "pool" and "limits" is a
+ * debugfs "pool" or "info" line of that name and value; each debugfs
+ * "info" line but pool_size_param is a JSON key; "buddy" agrees with the
+ * pool's orders; the domains and regions tables have the JSON keys as
+ * their column names, with the same values in this process's rows; a
+ * limit that is a module parameter has the parameter's name.
+ */
+TEST_F(ctl, names_agree_everywhere)
+{
+	struct dfile pool, info, buddy, doms, regs;
+	struct metadef_alloc a;
+	const struct jv *orders;
+	struct jv jp, jl, jd, jr;
+	struct run r;
+	int checked = 0;
+
+	ASSERT_EQ(0, alloc(self->fd, 3 * 4096, &a));
+	ASSERT_EQ(0, dfile_read("pool", &pool));
+	ASSERT_EQ(0, dfile_read("info", &info));
+	ASSERT_EQ(0, dfile_read("buddy", &buddy));
+	ASSERT_EQ(0, dfile_read("domains", &doms));
+	ASSERT_EQ(0, dfile_read("regions", &regs));
+	r = CTL("--json", "pool");
+	ASSERT_EQ(0, r.status);
+	ASSERT_TRUE(json_parse(r.out, &jp));
+	run_free(&r);
+	r = CTL("--json", "limits");
+	ASSERT_EQ(0, r.status);
+	ASSERT_TRUE(json_parse(r.out, &jl));
+	run_free(&r);
+
+	/* JSON -> debugfs, for pool and limits. */
+	for (int w = 0; w < 2; w++) {
+		const struct jv *o = w ? &jl : &jp;
+
+		for (size_t i = 0; i < o->n; i++) {
+			const char *k = o->keys[i];
+			const char *t = dfile_value(&pool, k);
+
+			if (o->items[i].t == J_ARR)
+				continue;
+			if (!t)
+				t = dfile_value(&info, k);
+			EXPECT_NE(NULL, t) TH_LOG("JSON key %s in no debugfs file", k);
+			if (!t)
+				continue;
+			EXPECT_TRUE(same_value(t, &o->items[i]))
+				TH_LOG("%s: debugfs %s, JSON %llu", k, t,
+				       (unsigned long long)o->items[i].u);
+			checked++;
+		}
+	}
+	/* debugfs info -> JSON. */
+	for (int i = 0; i < info.rows; i++) {
+		const char *k = info.f[i][0];
+
+		if (info.cols[i] != 2 || !strcmp(k, "pool_size_param"))
+			continue;
+		EXPECT_TRUE(json_get(&jp, k) || json_get(&jl, k))
+			TH_LOG("debugfs info %s is not in metadefctl --json", k);
+	}
+	/* Limits that are module parameters are named after them. */
+	for (size_t i = 0; i < jl.n; i++) {
+		char path[160];
+
+		if (!strcmp(jl.keys[i], "max_user_pct") ||
+		    !strcmp(jl.keys[i], "max_user_bytes_effective"))
+			continue;
+		snprintf(path, sizeof(path), "/sys/module/metadef/parameters/%s",
+			 jl.keys[i]);
+		EXPECT_EQ(0, access(path, R_OK)) TH_LOG("no parameter %s", path);
+	}
+	/* buddy: the same totals and one row per order. */
+	orders = json_get(&jp, "orders");
+	ASSERT_NE(NULL, orders);
+	EXPECT_TRUE(same_value(dfile_value(&buddy, "free") ?: "",
+			       json_get(&jp, "free")));
+	EXPECT_TRUE(same_value(dfile_value(&buddy, "largest_free") ?: "",
+			       json_get(&jp, "largest_free")));
+	EXPECT_TRUE(same_value(dfile_value(&buddy, "size") ?: "",
+			       json_get(&jp, "size")));
+	for (int i = 0, o = -1, hdr = -1; i < buddy.rows; i++) {
+		if (buddy.cols[i] == 3 && !strcmp(buddy.f[i][0], "order")) {
+			hdr = i;
+			o = 0;
+			continue;
+		}
+		if (hdr < 0 || buddy.cols[i] != 3)
+			continue;
+		ASSERT_GT(orders->n, (size_t)o);
+		for (int c = 0; c < 3; c++) {
+			const struct jv *v = json_get(&orders->items[o],
+						      buddy.f[hdr][c]);
+
+			EXPECT_NE(NULL, v) TH_LOG("buddy column %s", buddy.f[hdr][c]);
+			if (v)
+				EXPECT_TRUE(same_value(buddy.f[i][c], v));
+			checked++;
+		}
+		o++;
+	}
+	/* The two tables: column names are JSON keys, values agree. */
+	r = CTL("--json", "domains");
+	ASSERT_EQ(0, r.status);
+	ASSERT_TRUE(json_parse(r.out, &jd));
+	run_free(&r);
+	r = CTL("--json", "regions");
+	ASSERT_EQ(0, r.status);
+	ASSERT_TRUE(json_parse(r.out, &jr));
+	run_free(&r);
+	for (int w = 0; w < 2; w++) {
+		const struct dfile *d = w ? &regs : &doms;
+		const struct jv *arr = w ? &jr : &jd;
+		int idc = dfile_col(d, 0, w ? "handle" : "id");
+		int domc = w ? dfile_col(d, 0, "domain") : idc;
+		unsigned long long want_id = w ? a.handle : self->info.domain_id;
+		int rows = 0;
+
+		ASSERT_LE(0, idc);
+		ASSERT_LE(0, domc);
+		for (int i = 1; i < d->rows; i++) {
+			const struct jv *row = NULL;
+
+			if (strtoull(d->f[i][domc], NULL, 0) != self->info.domain_id ||
+			    strtoull(d->f[i][idc], NULL, 0) != want_id)
+				continue;
+			for (size_t j = 0; j < arr->n; j++)
+				if (json_u64(&arr->items[j], w ? "domain" : "id") ==
+				    self->info.domain_id &&
+				    json_u64(&arr->items[j], w ? "handle" : "id") ==
+				    want_id)
+					row = &arr->items[j];
+			ASSERT_NE(NULL, row);
+			for (int c = 0; c < d->cols[0] && c < d->cols[i]; c++) {
+				const struct jv *v = json_get(row, d->f[0][c]);
+
+				EXPECT_NE(NULL, v) TH_LOG("column %s", d->f[0][c]);
+				if (v)
+					EXPECT_TRUE(same_value(d->f[i][c], v))
+						TH_LOG("%s: debugfs %s", d->f[0][c],
+						       d->f[i][c]);
+				checked++;
+			}
+			rows++;
+		}
+		EXPECT_EQ(1, rows);
+		EXPECT_EQ(d->cols[0], (int)arr->items[0].n)
+			TH_LOG("%s: debugfs has %d columns, JSON %zu keys",
+			       w ? "regions" : "domains", d->cols[0],
+			       arr->items[0].n);
+	}
+	TH_LOG("%d figures compared", checked);
+	EXPECT_LT(40, checked);
+	jv_free(&jp);
+	jv_free(&jl);
+	jv_free(&jd);
+	jv_free(&jr);
+	free(pool.text);
+	free(info.text);
+	free(buddy.text);
+	free(doms.text);
+	free(regs.text);
+	ASSERT_EQ(0, release(self->fd, a.handle));
 }
 
 /* monitor --json --count 1 sees the ALLOC this test has refused. */

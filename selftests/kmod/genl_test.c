@@ -311,6 +311,20 @@ TEST_F(nl, unknown_attribute_einval)
 	TH_LOG("extack: %s", self->nl.msg);
 }
 
+/* A later family version is refused; 0, from a generic client, is not. */
+TEST_F(nl, later_family_version_refused)
+{
+	struct md_req r;
+
+	md_req_init(&r, self->nl.family, 0, METADEF_CMD_POOL_GET,
+		    METADEF_GENL_VERSION + 1);
+	EXPECT_EQ(-EINVAL, md_nl_call(&self->nl, &r, NULL, NULL));
+	EXPECT_NE(NULL, strstr(self->nl.msg, "version"));
+	TH_LOG("extack: %s", self->nl.msg);
+	md_req_init(&r, self->nl.family, 0, METADEF_CMD_POOL_GET, 0);
+	EXPECT_EQ(0, md_nl_call(&self->nl, &r, NULL, NULL));
+}
+
 TEST_F(nl, wrongly_typed_attribute_einval)
 {
 	struct md_req r;
@@ -516,7 +530,7 @@ TEST_F(ev, alloc_refused)
 	EXPECT_EQ(self->info.pool_size + 4096, md_u64(&m, METADEF_A_EVENT_SIZE));
 	EXPECT_EQ(self->info.domain_id, md_u32(&m, METADEF_A_DOMAIN_ID));
 	EXPECT_EQ(self->info.pool_free, md_u64(&m, METADEF_A_POOL_FREE));
-	EXPECT_EQ(self->info.pool_largest,
+	EXPECT_EQ(self->info.pool_largest_free,
 		  md_u64(&m, METADEF_A_POOL_LARGEST_FREE));
 	EXPECT_NE(NULL, m.a[METADEF_A_POOL_FRAGMENTATION]);
 }

@@ -57,7 +57,7 @@ FIXTURE_SETUP(kpool)
 	if (self->fd < 0)
 		SKIP(return, "no /dev/metadef");
 	self->free0 = pool_free(self->fd);
-	self->big = info_of(self->fd).pool_largest >= 32 * MiB;
+	self->big = info_of(self->fd).pool_largest_free >= 32 * MiB;
 	ASSERT_EQ(0, md_device_open(&cfg, &self->dev));
 	ASSERT_STREQ("kmod", md_device_backend(self->dev));
 	ASSERT_EQ(0, md_pool_create(self->dev, NULL, &self->pool));

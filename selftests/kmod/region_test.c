@@ -159,7 +159,7 @@ FIXTURE_TEARDOWN(region)
 #define EXPECT_POOL_WHOLE(fd) do {					\
 	struct metadef_info __i = md_info(fd);				\
 	EXPECT_EQ(__i.pool_size, __i.pool_free);			\
-	EXPECT_EQ(self->info.pool_largest, __i.pool_largest);		\
+	EXPECT_EQ(self->info.pool_largest_free, __i.pool_largest_free);		\
 } while (0)
 
 TEST_F(region, alloc_map_write_read_free)

@@ -421,6 +421,97 @@ TEST_F(trace, every_event_with_its_fields)
 		TH_LOG("no refused metadef_free: %s", want);
 }
 
+/*
+ * Answers the caller never got, and frees nobody asked for: an ALLOC whose
+ * answer cannot be written back is undone and traced with the -EFAULT the
+ * caller saw (never ret=0), and closing a domain that still holds a
+ * region traces that region's free.
+ */
+TEST_F(trace, undone_alloc_and_free_at_close)
+{
+	struct evs *evs = &self->evs;
+	struct metadef_import *rim, im;
+	struct metadef_alloc held, *ro;
+	unsigned int a_id, c_id;
+	uint64_t free0, tok;
+	char want[256];
+	int a, c;
+
+	a = open(DEV, O_RDWR | O_CLOEXEC);
+	c = open(DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, a);
+	ASSERT_LE(0, c);
+	a_id = domain_of(a);
+	c_id = domain_of(c);
+	free0 = info_of(a).pool_free;
+
+	/* The request is readable, its answer cannot be written. */
+	ro = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ro);
+	memset(ro, 0, sizeof(*ro));
+	ro->size = 12288;
+	ASSERT_EQ(0, mprotect(ro, 4096, PROT_READ));
+	EXPECT_EQ(-1, ioctl(a, METADEF_IOC_ALLOC, ro));
+	EXPECT_EQ(EFAULT, errno);
+	EXPECT_EQ(free0, info_of(a).pool_free);	/* nothing stayed behind */
+	munmap(ro, 4096);
+
+	/* The same for an IMPORT: undone, and the grant can be taken again. */
+	ASSERT_EQ(0, alloc(c, 8192, &held));
+	ASSERT_EQ(0, share_grant(c, held.handle, a_id, METADEF_SHARE_READ,
+				 &tok));
+	rim = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, rim);
+	memset(rim, 0, sizeof(*rim));
+	rim->token = tok;
+	ASSERT_EQ(0, mprotect(rim, 4096, PROT_READ));
+	EXPECT_EQ(-1, ioctl(a, METADEF_IOC_IMPORT, rim));
+	EXPECT_EQ(EFAULT, errno);
+	munmap(rim, 4096);
+	ASSERT_EQ(0, share_import(a, tok, &im));
+
+	close(c);			/* still holding it */
+	close(a);
+
+	collect(_metadata, self);
+	snprintf(want, sizeof(want), "domain=%u size=12288 alloc_size=12288 ret=%d",
+		 a_id, -EFAULT);
+	EXPECT_LE(0, find_ev(evs, 0, "metadef_alloc", want)) {
+		TH_LOG("no undone metadef_alloc: %s", want);
+		dump_events(_metadata, evs);
+	}
+	snprintf(want, sizeof(want), "domain=%u size=12288 ret=0", a_id);
+	EXPECT_EQ(-1, find_ev(evs, 0, "metadef_alloc", want))
+		TH_LOG("the undone ALLOC was traced as a success");
+	snprintf(want, sizeof(want), "domain=%u handle=%u size=8192 ret=0",
+		 c_id, held.handle);
+	EXPECT_LE(0, find_ev(evs, 0, "metadef_alloc", want));
+	snprintf(want, sizeof(want),
+		 "domain=%u owner=%u owner_handle=%u size=8192 access=r- ret=%d",
+		 a_id, c_id, held.handle, -EFAULT);
+	EXPECT_LE(0, find_ev(evs, 0, "metadef_import", want))
+		TH_LOG("no undone metadef_import: %s", want);
+	snprintf(want, sizeof(want),
+		 "domain=%u handle=%u owner=%u owner_handle=%u size=8192 ret=0",
+		 a_id, im.handle, c_id, held.handle);
+	EXPECT_LE(0, find_ev(evs, 0, "metadef_import", want))
+		TH_LOG("no metadef_import: %s", want);
+	/* Both closes: the owner's region and the importer's handle. */
+	snprintf(want, sizeof(want), "domain=%u handle=%u import=1 ret=0",
+		 a_id, im.handle);
+	EXPECT_LE(0, find_ev(evs, 0, "metadef_free", want))
+		TH_LOG("no metadef_free of the import at close: %s", want);
+	snprintf(want, sizeof(want),
+		 "domain=%u handle=%u import=0 size=8192 dev_va=0x%llx ret=0",
+		 c_id, held.handle, (unsigned long long)held.dev_va);
+	EXPECT_LE(0, find_ev(evs, 0, "metadef_free", want)) {
+		TH_LOG("no metadef_free at close: %s", want);
+		dump_events(_metadata, evs);
+	}
+}
+
 /* The importer's mapping and the refusals of map and fault. */
 TEST_F(trace, import_map_and_refusals)
 {

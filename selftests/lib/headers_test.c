@@ -14,6 +14,7 @@
 #include <metadef/graph.h>
 #include <metadef/meta.h>
 #include <metadef/metadef.h>
+#include <metadef/onnx.h>
 #include <metadef/plan.h>
 #include <metadef/pool.h>
 #include <metadef/reuse.h>

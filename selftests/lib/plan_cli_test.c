@@ -17,6 +17,7 @@
 
 #include "json_mini.h"
 #include "kselftest_harness.h"
+#include "onnx_build.h"
 
 static char bin[PATH_MAX];
 static char dir[PATH_MAX];
@@ -112,6 +113,39 @@ FIXTURE(cli) {
 	char out[1 << 16];
 };
 
+/*
+ * ONNX models in dir: m.onnx (Conv -> Relu -> Sigmoid, input x of
+ * symbolic batch, a weight), garbage.onnx, and cycle.onnx.
+ */
+static void put_onnx(void)
+{
+	char path[PATH_MAX + 64];
+	struct mb *b = mb_new(17);
+	Onnx__NodeProto *n;
+
+	mb_input(b, "x", MB_F32, "batch,3,8,8");
+	mb_init(b, "w", MB_F32, "4,3,3,3", NULL);
+	n = mb_node(b, "Conv", "x,w", "c");
+	mb_ints(b, n, "pads", "1,1,1,1");
+	mb_node(b, "Relu", "c", "r");
+	mb_node(b, "Sigmoid", "r", "y");
+	mb_output(b, "y", MB_F32, NULL);
+	snprintf(path, sizeof(path), "%s/m.onnx", dir);
+	mb_save(b, path);
+	snprintf(path, sizeof(path), "%s/model.bin", dir);
+	mb_save(b, path);
+	mb_free(b);
+	b = mb_new(17);
+	mb_input(b, "x", MB_F32, "4");
+	mb_node(b, "Add", "x,b", "a");
+	mb_node(b, "Relu", "a", "b");
+	mb_output(b, "b", MB_F32, NULL);
+	snprintf(path, sizeof(path), "%s/cycle.onnx", dir);
+	mb_save(b, path);
+	mb_free(b);
+	putn("garbage.onnx", "\xff\xff\xff\xff\x0f\x12", 6);
+}
+
 FIXTURE_SETUP(cli)
 {
 	if (find_bin())
@@ -129,6 +163,7 @@ FIXTURE_SETUP(cli)
 	put("bad.graph", "input x 10\nop f x -> a:10\nop g y -> b:1\n");
 	put("good.graph", "input x 1K\nop f x -> a:4K\nop g a -> b:4K=a\n"
 			  "op h b -> c:1K\noutput c\n");
+	put_onnx();
 }
 
 FIXTURE_TEARDOWN(cli)
@@ -250,6 +285,10 @@ TEST_F(cli, error_paths_leak_nothing)
 		{ "--minimize --time-limit nan good.csv", 2 },
 		{ "-S nope good.csv", 2 }, { "good.csv good.graph", 0 },
 		{ "empty.csv", 1 }, { "junk.txt", 1 },
+		{ "garbage.onnx", 1 }, { "cycle.onnx", 1 }, { "m.onnx", 1 },
+		{ "--input x m.onnx", 2 }, { "--dim batch=x m.onnx", 2 },
+		{ "--input y=2 m.onnx", 1 }, { "--dim batch=2 m.onnx", 0 },
+		{ "--input x=1x3x8x8 --json m.onnx m.onnx", 0 },
 	};
 	const char *vg = "valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99";
 	char cmd[PATH_MAX + 32];
@@ -327,7 +366,7 @@ TEST_F(cli, format_detection)
 	EXPECT_RUN(0, "size.csv", "size.csv (csv)");
 	EXPECT_RUN(1, "-f csv good.graph", "good.graph:1: unknown column 'input x 1K'");
 	EXPECT_RUN(1, "-f graph good.csv", "good.csv:1: unknown statement");
-	EXPECT_RUN(2, "-f xml good.csv", "--format: csv or graph, not 'xml'");
+	EXPECT_RUN(2, "-f xml good.csv", "--format: csv, graph or onnx, not 'xml'");
 }
 
 /* The tensor_plan / buffer_plan entry with id @id, or NULL. */
@@ -607,6 +646,72 @@ TEST_F(cli, graph_and_inter_model)
 			 sizeof(self->out)));
 	EXPECT_NE(NULL, strstr(self->out, "\"inter_model\""));
 	EXPECT_NE(NULL, strstr(self->out, "\"intra_op_saved\": 4096"));
+}
+
+/* An ONNX model: text, --json with the import figures, -o, --svg. */
+TEST_F(cli, onnx_model)
+{
+	const struct jv *m, *o, *y, *r;
+	struct jv doc;
+
+	EXPECT_RUN(0, "m.onnx --input x=2x3x8x8", "m.onnx (onnx)");
+	EXPECT_NE(NULL, strstr(self->out, "onnx nodes          3 (opset 17, 3 shapes inferred)"));
+	EXPECT_NE(NULL, strstr(self->out, "weights             432 (432 B)"));
+	EXPECT_NE(NULL, strstr(self->out, "activations         6144 (6 KiB)"));
+	EXPECT_NE(NULL, strstr(self->out, "2 in place, 0 refused"));
+	/* 1536 input + 432 weight + 2048 for c, r and y in one buffer. */
+	EXPECT_NE(NULL, strstr(self->out, "peak                4016 "));
+
+	ASSERT_EQ(0, run_cmd("", "--json --dim batch=2 m.onnx", "2>/dev/null",
+			     self->out, sizeof(self->out)));
+	ASSERT_TRUE(json_parse(self->out, &doc)) TH_LOG("%s", self->out);
+	m = &json_get(&doc, "models")->items[0];
+	EXPECT_STREQ("onnx", json_str(m, "format"));
+	o = json_get(m, "onnx");
+	ASSERT_NE(NULL, o);
+	EXPECT_EQ(3, json_u64(o, "nodes"));
+	EXPECT_EQ(5, json_u64(o, "tensors"));
+	EXPECT_EQ(3, json_u64(o, "inferred"));
+	EXPECT_EQ(2, json_u64(o, "inplace"));
+	EXPECT_EQ(432, json_u64(o, "weight_bytes"));
+	EXPECT_EQ(1536, json_u64(o, "input_bytes"));
+	EXPECT_EQ(6144, json_u64(o, "activation_bytes"));
+	EXPECT_EQ(17, json_u64(o, "opset"));
+	y = placement(m, "tensor_plan", "y");
+	r = placement(m, "tensor_plan", "r");
+	ASSERT_TRUE(y && r);
+	EXPECT_EQ(json_u64(y, "offset"), json_u64(r, "offset"));
+	EXPECT_STREQ("c+r+y", json_str(y, "buffer"));
+	jv_free(&doc);
+
+	/* fp16 halves the floats, --no-weights leaves x and w out. */
+	EXPECT_RUN(0, "--dim batch=2 --dtype fp16 m.onnx",
+		   "peak                2008 ");
+	EXPECT_RUN(0, "--dim batch=2 --no-weights m.onnx",
+		   "peak                2048 ");
+	EXPECT_NE(NULL, strstr(self->out, "tensors             3\n"));
+	/* -f onnx for another name; -o and --svg; two models, one arena */
+	EXPECT_RUN(0, "-f onnx --dim batch=1 -o p.csv --svg p.svg model.bin",
+		   "model.bin (onnx)");
+	EXPECT_RUN(0, "--dim batch=1 m.onnx good.graph", "inter-model reuse: 2 models");
+	EXPECT_RUN(0, "--dim batch=1 --minimize --time-limit 1 m.onnx", "peak");
+}
+
+/* ONNX errors: the reason, exit 1; a bad option: usage, exit 2. */
+TEST_F(cli, onnx_errors)
+{
+	EXPECT_RUN(1, "m.onnx", "m.onnx: graph input 'x': symbolic dimension 'batch' has no value (--dim batch=N, or --input x=DIMS)");
+	EXPECT_RUN(1, "garbage.onnx", "garbage.onnx: not an ONNX model (protobuf parse failed)");
+	EXPECT_RUN(1, "cycle.onnx", "cycle.onnx: the graph has a cycle");
+	EXPECT_RUN(1, "--input y=1 m.onnx", "input shape given for 'y', which is not a graph input");
+	EXPECT_RUN(1, "--input x=1x3x0x0 m.onnx", "kernel (3) larger than the padded input (2)");
+	EXPECT_RUN(2, "--input x m.onnx", "--input 'x': expected NAME=DIMS (e.g. x=1x3x224x224)");
+	EXPECT_RUN(2, "--input x=1x3xx8 m.onnx", "--input 'x=1x3xx8': DIMS are numbers >= 0 separated by 'x'");
+	EXPECT_RUN(2, "--input =1 m.onnx", "expected NAME=DIMS");
+	EXPECT_RUN(2, "--dim batch m.onnx", "--dim 'batch': expected NAME=N");
+	EXPECT_RUN(2, "--dim batch=1x2 m.onnx", "the value must be one number >= 0");
+	EXPECT_RUN(2, "--dtype fp8 m.onnx", "--dtype: fp32, fp16 or bf16, not 'fp8'");
+	EXPECT_RUN(1, "-f graph m.onnx", "m.onnx:1: ");
 }
 
 TEST_HARNESS_MAIN

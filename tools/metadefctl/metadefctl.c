@@ -138,7 +138,7 @@ static int cmd_info(const char *path)
 		       ", \"pool_largest_free\": %" PRIu64 ", \"domain_id\": %u"
 		       ", \"domain_quota\": ",
 		       (uint64_t)info.pool_size, (uint64_t)info.pool_free,
-		       (uint64_t)info.pool_largest, info.domain_id);
+		       (uint64_t)info.pool_largest_free, info.domain_id);
 		json_u64_or_null(info.domain_quota);
 		printf(", \"domain_used\": %" PRIu64 "}\n",
 		       (uint64_t)info.domain_used);
@@ -150,7 +150,7 @@ static int cmd_info(const char *path)
 	printf("  pool         %s, %s: %s free, largest free block %s\n",
 	       info.backend, md_format_size(info.pool_size, pool, sizeof(pool)),
 	       md_format_size(info.pool_free, avail, sizeof(avail)),
-	       md_format_size(info.pool_largest, used, sizeof(used)));
+	       md_format_size(info.pool_largest_free, used, sizeof(used)));
 	if (info.domain_quota == METADEF_QUOTA_UNLIMITED)
 		snprintf(quota, sizeof(quota), "no quota");
 	else
@@ -859,7 +859,7 @@ static int event_cb(struct nl_msg *msg, void *arg)
 		break;
 	case METADEF_CMD_EVENT_POOL_LOW:
 		if (json)
-			printf(", \"size\": %" PRIu64 ", \"free\": %" PRIu64
+			printf(", \"pool_size\": %" PRIu64 ", \"free\": %" PRIu64
 			       ", \"low_water\": %" PRIu64,
 			       u64_of(tb, METADEF_A_POOL_SIZE),
 			       u64_of(tb, METADEF_A_POOL_FREE),

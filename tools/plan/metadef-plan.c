@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * metadef-plan: plan the memory of a graph or a MiniMalloc CSV problem,
- * report how good the plan is, write it as CSV, JSON or an SVG timeline.
+ * metadef-plan: plan the memory of a graph, an ONNX model or a MiniMalloc
+ * CSV problem, report how good the plan is, write it as CSV, JSON or an SVG
+ * timeline.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -16,6 +17,7 @@
 
 #include <metadef/graph.h>
 #include <metadef/metadef.h>
+#include <metadef/onnx.h>
 #include <metadef/plan.h>
 
 #include "exact.h"
@@ -30,10 +32,12 @@ static void usage(FILE *f)
 		"usage: %s [options] FILE...\n"
 		"\n"
 		"Plan the offsets of every buffer of FILE: a MiniMalloc CSV problem\n"
-		"(id,lower,upper,size[,alignment][,offset]; [lower, upper) half-open)\n"
-		"or a graph (one op per line, see include/metadef/graph.h). Prints the\n"
-		"buffers, the lower bound (most bytes alive at once), the peak, their\n"
-		"ratio, the saving against no reuse and the time the planner took.\n"
+		"(id,lower,upper,size[,alignment][,offset]; [lower, upper) half-open),\n"
+		"a graph (one op per line, see include/metadef/graph.h) or an ONNX\n"
+		"model (FILE.onnx; shapes inferred here, see include/metadef/onnx.h;\n"
+		"weights and graph inputs resident). Prints the buffers, the lower\n"
+		"bound (most bytes alive at once), the peak, their ratio, the saving\n"
+		"against no reuse and the time the planner took.\n"
 		"Several FILEs are models that never run at the same time: each is\n"
 		"planned, then all share one arena (inter-model reuse).\n"
 		"\n"
@@ -48,8 +52,17 @@ static void usage(FILE *f)
 		"                           alignment, offset of every buffer) and for\n"
 		"                           a graph \"tensor_plan\" (the same per tensor,\n"
 		"                           and its buffer)\n"
-		"  -f, --format csv|graph   input format (default: from the first line:\n"
-	"                           a graph keyword, or a CSV column name)\n"
+		"  -f, --format FORMAT      csv, graph or onnx (default: onnx for\n"
+		"                           FILE.onnx, else from the first line: a graph\n"
+		"                           keyword, or a CSV column name)\n"
+		"  --input NAME=DIMS        ONNX: the shape of graph input NAME, e.g.\n"
+		"                           --input x=1x3x224x224 (repeatable)\n"
+		"  --dim NAME=N             ONNX: the value of symbolic dimension NAME\n"
+		"                           (dim_param), e.g. --dim batch=8 (repeatable)\n"
+		"  --dtype fp32|fp16|bf16   ONNX: store float tensors (weights and\n"
+		"                           activations) as this type\n"
+		"  --no-weights             ONNX: leave weights, constants and graph\n"
+		"                           inputs out of the plan (memory of their own)\n"
 		"  -S, --strategy NAME      one strategy instead of all (see below)\n"
 		"  -i, --improve N          N passes of local search after the strategies\n"
 		"  -x, --exhaustive         all strategies even on large inputs\n"
@@ -110,7 +123,118 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-enum { FMT_GUESS, FMT_CSV, FMT_GRAPH };
+enum { FMT_GUESS, FMT_CSV, FMT_GRAPH, FMT_ONNX };
+
+enum {
+	OPT_ONNX_INPUT = 0x200,
+	OPT_ONNX_DIM,
+	OPT_ONNX_DTYPE,
+	OPT_ONNX_NO_WEIGHTS,
+};
+
+/* ONNX import options from --input, --dim, --dtype and --no-weights. */
+struct onnx_args {
+	struct md_onnx_opts o;
+	struct md_onnx_input *inputs;
+	struct md_onnx_dim *dims;
+	int64_t (*shapes)[MD_ONNX_MAX_RANK];
+	char **names;
+	size_t nnames;
+};
+
+static void onnx_args_free(struct onnx_args *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->nnames; i++)
+		free(a->names[i]);
+	free(a->names);
+	free(a->inputs);
+	free(a->dims);
+	free(a->shapes);
+	memset(a, 0, sizeof(*a));
+}
+
+/* Keep a copy of @s (the NAME of NAME=...) up to @len bytes. */
+static char *onnx_name(struct onnx_args *a, const char *s, size_t len)
+{
+	char **n = realloc(a->names, (a->nnames + 1) * sizeof(*n));
+
+	if (!n)
+		return NULL;
+	a->names = n;
+	n[a->nnames] = strndup(s, len);
+	return n[a->nnames] ? n[a->nnames++] : NULL;
+}
+
+/*
+ * --input NAME=DIMS (@dim 0) or --dim NAME=N (@dim 1): 0, 2 with a message
+ * (bad usage) or 1 (no memory).
+ */
+static int onnx_arg(struct onnx_args *a, const char *arg, int dim)
+{
+	const char *eq = strrchr(arg, '=');
+	const char *opt = dim ? "--dim" : "--input";
+	int64_t v[MD_ONNX_MAX_RANK], (*sh)[MD_ONNX_MAX_RANK];
+	struct md_onnx_input *in;
+	size_t rank;
+	char *name;
+	int ret;
+
+	if (!eq || eq == arg) {
+		fprintf(stderr, "%s: %s '%s': expected NAME=%s\n", prog, opt, arg,
+			dim ? "N (e.g. batch=8)" : "DIMS (e.g. x=1x3x224x224)");
+		return 2;
+	}
+	ret = md_onnx_parse_dims(eq + 1, v, &rank);
+	if (ret || (dim && rank != 1)) {
+		fprintf(stderr, "%s: %s '%s': %s\n", prog, opt, arg,
+			dim ? "the value must be one number >= 0" :
+			ret == -ERANGE ? "a dimension past 2^63-1 or more than 16 of them" :
+			"DIMS are numbers >= 0 separated by 'x' (e.g. 1x3x224x224)");
+		return 2;
+	}
+	name = onnx_name(a, arg, (size_t)(eq - arg));
+	if (!name)
+		return 1;
+	if (dim) {
+		struct md_onnx_dim *d = realloc(a->dims, (a->o.ndims + 1) *
+						sizeof(*d));
+
+		if (!d)
+			return 1;
+		a->dims = d;
+		d[a->o.ndims].name = name;
+		d[a->o.ndims++].value = v[0];
+		a->o.dims = a->dims;
+		return 0;
+	}
+	in = realloc(a->inputs, (a->o.ninputs + 1) * sizeof(*in));
+	if (!in)
+		return 1;
+	a->inputs = in;
+	sh = realloc(a->shapes, (a->o.ninputs + 1) * sizeof(*sh));
+	if (!sh)
+		return 1;
+	a->shapes = sh;
+	memcpy(sh[a->o.ninputs], v, sizeof(v));
+	in[a->o.ninputs].name = name;
+	in[a->o.ninputs].rank = rank;
+	a->o.ninputs++;
+	/* The arrays may have moved: point every entry again. */
+	for (size_t i = 0; i < a->o.ninputs; i++)
+		a->inputs[i].dims = a->shapes[i];
+	a->o.inputs = a->inputs;
+	return 0;
+}
+
+/* Does @path end in ".onnx"? */
+static int onnx_path(const char *path)
+{
+	size_t l = strlen(path);
+
+	return l > 5 && !strcasecmp(path + l - 5, ".onnx");
+}
 
 /* Is @word (of @n letters) one of @list, ignoring case if @icase? */
 static int is_word(const char *word, size_t n, const char *const *list,
@@ -169,7 +293,9 @@ static int guess_format(const char *s, size_t len, unsigned int *ln)
 
 struct model {
 	const char *path;
-	int is_graph;
+	int is_graph;			/* a graph file or an ONNX model */
+	int is_onnx;
+	struct md_onnx_stats onnx;
 	struct md_problem prob;		/* CSV input */
 	struct md_graph *graph;		/* graph input */
 	struct md_graph_plan gp;	/* graph input */
@@ -269,7 +395,7 @@ static int run_exact(struct model *m)
 
 /* Read, parse and plan @path into @m: 0, or 1 (printed, @m freed). */
 static int load(struct model *m, const char *path, int format,
-		const struct md_plan_opts *o)
+		const struct md_plan_opts *o, const struct md_onnx_opts *oo)
 {
 	struct md_error err = { 0, "" };
 	size_t len;
@@ -285,6 +411,8 @@ static int load(struct model *m, const char *path, int format,
 		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
 		return 1;
 	}
+	if (!format && onnx_path(path))
+		format = FMT_ONNX;
 	if (!format) {
 		unsigned int ln;
 
@@ -302,8 +430,16 @@ static int load(struct model *m, const char *path, int format,
 			goto fail;
 		}
 	}
-	m->is_graph = format == FMT_GRAPH;
-	if (m->is_graph) {
+	m->is_graph = format == FMT_GRAPH || format == FMT_ONNX;
+	m->is_onnx = format == FMT_ONNX;
+	if (m->is_onnx) {
+		ret = md_graph_new(&m->graph);
+		if (!ret)
+			ret = md_graph_from_onnx(m->graph, text, len, oo,
+						 &m->onnx, &err);
+		if (ret == -EOVERFLOW && err.msg[0])
+			ret = -EINVAL;	/* the message says it */
+	} else if (m->is_graph) {
 		ret = md_graph_new(&m->graph);
 		if (!ret)
 			ret = md_graph_parse(m->graph, text, len, &err);
@@ -380,12 +516,33 @@ static const char *strat_label(const struct md_plan *pl, char *buf,
 	return buf;
 }
 
+static const char *fmt_name(const struct model *m)
+{
+	return m->is_onnx ? "onnx" : m->is_graph ? "graph" : "csv";
+}
+
 static void print_text(const struct model *m)
 {
 	const struct md_plan *pl = m->plan;
 	char a[32], b[32], c[32], s[64];
 
-	printf("%s (%s)\n", m->path, m->is_graph ? "graph" : "csv");
+	printf("%s (%s)\n", m->path, fmt_name(m));
+	if (m->is_onnx) {
+		const struct md_onnx_stats *os = &m->onnx;
+
+		printf("  onnx nodes          %zu (opset %" PRId64 ", %zu shapes inferred)\n",
+		       os->nodes, os->opset, os->inferred);
+		printf("  weights             %" PRIu64 " (%s)\n",
+		       os->weight_bytes,
+		       md_format_size(os->weight_bytes, a, sizeof(a)));
+		printf("  graph inputs        %" PRIu64 " (%s)\n",
+		       os->input_bytes,
+		       md_format_size(os->input_bytes, a, sizeof(a)));
+		printf("  activations         %" PRIu64 " (%s)\n",
+		       os->activation_bytes,
+		       md_format_size(os->activation_bytes, a, sizeof(a)));
+		printf("  ops in place        %zu marked\n", os->inplace);
+	}
 	if (m->is_graph)
 		printf("  tensors             %zu\n", m->gp.ntensors);
 	printf("  buffers             %zu\n", m->p->n);
@@ -494,8 +651,18 @@ static void print_json(const struct model *m, int last)
 
 	printf("    {\"file\": ");
 	json_str(stdout, m->path);
-	printf(", \"format\": \"%s\", \"buffers\": %zu, ",
-	       m->is_graph ? "graph" : "csv", m->p->n);
+	printf(", \"format\": \"%s\", \"buffers\": %zu, ", fmt_name(m),
+	       m->p->n);
+	if (m->is_onnx)
+		printf("\"onnx\": {\"nodes\": %zu, \"tensors\": %zu, "
+		       "\"inferred\": %zu, \"inplace\": %zu, "
+		       "\"weight_bytes\": %" PRIu64 ", \"input_bytes\": %" PRIu64
+		       ", \"activation_bytes\": %" PRIu64 ", \"ir_version\": %"
+		       PRId64 ", \"opset\": %" PRId64 "}, ",
+		       m->onnx.nodes, m->onnx.tensors, m->onnx.inferred,
+		       m->onnx.inplace, m->onnx.weight_bytes,
+		       m->onnx.input_bytes, m->onnx.activation_bytes,
+		       m->onnx.ir_version, m->onnx.opset);
 	if (m->is_graph)
 		printf("\"tensors\": %zu, ", m->gp.ntensors);
 	printf("\"no_reuse\": %" PRIu64 ", \"lower_bound\": %" PRIu64
@@ -732,7 +899,8 @@ static int strategy_arg(const char *s, int *out)
 	return -EINVAL;
 }
 
-int main(int argc, char **argv)
+/* main() without the ONNX options' memory, which main() frees. */
+static int plan_main(int argc, char **argv, struct onnx_args *oa)
 {
 	static const struct option lopts[] = {
 		{ "output", required_argument, NULL, 'o' },
@@ -744,6 +912,10 @@ int main(int argc, char **argv)
 		{ "exhaustive", no_argument, NULL, 'x' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "input", required_argument, NULL, OPT_ONNX_INPUT },
+		{ "dim", required_argument, NULL, OPT_ONNX_DIM },
+		{ "dtype", required_argument, NULL, OPT_ONNX_DTYPE },
+		{ "no-weights", no_argument, NULL, OPT_ONNX_NO_WEIGHTS },
 		PLAN_EXACT_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -769,11 +941,37 @@ int main(int argc, char **argv)
 				format = FMT_CSV;
 			} else if (!strcmp(optarg, "graph")) {
 				format = FMT_GRAPH;
+			} else if (!strcmp(optarg, "onnx")) {
+				format = FMT_ONNX;
 			} else {
-				fprintf(stderr, "%s: --format: csv or graph, not '%s'\n",
+				fprintf(stderr, "%s: --format: csv, graph or onnx, not '%s'\n",
 					prog, optarg);
 				return 2;
 			}
+			break;
+		case OPT_ONNX_INPUT:
+		case OPT_ONNX_DIM:
+			rc = onnx_arg(oa, optarg, c == OPT_ONNX_DIM);
+			if (rc == 1)
+				fprintf(stderr, "%s: %s\n", prog, strerror(ENOMEM));
+			if (rc)
+				return rc;
+			break;
+		case OPT_ONNX_DTYPE:
+			if (!strcmp(optarg, "fp32")) {
+				oa->o.dtype = MD_ONNX_DTYPE_FP32;
+			} else if (!strcmp(optarg, "fp16")) {
+				oa->o.dtype = MD_ONNX_DTYPE_FP16;
+			} else if (!strcmp(optarg, "bf16")) {
+				oa->o.dtype = MD_ONNX_DTYPE_BF16;
+			} else {
+				fprintf(stderr, "%s: --dtype: fp32, fp16 or bf16, not '%s'\n",
+					prog, optarg);
+				return 2;
+			}
+			break;
+		case OPT_ONNX_NO_WEIGHTS:
+			oa->o.flags |= MD_ONNX_NO_WEIGHTS;
 			break;
 		case 'S':
 			all_strategies = 0;
@@ -838,7 +1036,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (i = 0; i < n; i++) {
-		if (load(&models[i], argv[optind + i], format, &o)) {
+		if (load(&models[i], argv[optind + i], format, &o, &oa->o)) {
 			/* load() freed what it had; the others are loaded. */
 			while (i--)
 				unload(&models[i]);
@@ -891,4 +1089,15 @@ int main(int argc, char **argv)
 	free(models);
 	plan_exact_free();
 	return finish(rc);
+}
+
+int main(int argc, char **argv)
+{
+	struct onnx_args oa;
+	int rc;
+
+	memset(&oa, 0, sizeof(oa));
+	rc = plan_main(argc, argv, &oa);
+	onnx_args_free(&oa);
+	return rc;
 }

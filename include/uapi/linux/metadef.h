@@ -34,7 +34,9 @@
  * @page_size: out: the CPU page size; also the smallest allocation unit
  * @pool_size: out: bytes of device-visible memory the module manages
  * @pool_free: out: bytes of it not allocated
- * @pool_largest: out: the largest allocation that would succeed now
+ * @pool_largest_free: out: the largest allocation that would succeed now
+ *                     (the netlink POOL_LARGEST_FREE, debugfs pool
+ *                     "largest_free"); @pool_largest is its older name
  * @domain_id: out: id of the caller's memory domain (one per open file)
  * @flags: in: must be zero
  * @backend: out: the pool's adapter ("sysram", ...), NUL-terminated
@@ -47,7 +49,10 @@ struct metadef_info {
 	__u32 page_size;
 	__u64 pool_size;
 	__u64 pool_free;
-	__u64 pool_largest;
+	union {
+		__u64 pool_largest_free;
+		__u64 pool_largest;
+	};
 	__u32 domain_id;
 	__u32 flags;
 	char backend[16];

@@ -1,0 +1,844 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Host unit tests: ONNX import (md_graph_from_onnx()). Models are built
+ * here with the protobuf-c structs (onnx_build.h), packed, imported, and
+ * the graph's sizes, lifetimes and in-place decisions checked; shapes the
+ * model does not give are inferred; errors name the tensor and the op.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <metadef/graph.h>
+#include <metadef/onnx.h>
+#include <metadef/plan.h>
+
+#include "kselftest_harness.h"
+#include "onnx_build.h"
+
+/* Import @b into a new graph *@g. */
+static int import(struct mb *b, const struct md_onnx_opts *o,
+		  struct md_graph **g, struct md_onnx_stats *st,
+		  struct md_error *e)
+{
+	size_t len;
+	uint8_t *d = mb_pack(b, &len);
+	int ret = md_graph_new(g);
+
+	if (ret)
+		return ret;
+	return md_graph_from_onnx(*g, d, len, o, st, e);
+}
+
+static uint64_t size_of(struct md_graph *g, const char *name)
+{
+	int t = md_graph_find(g, name);
+
+	return t < 0 ? UINT64_MAX : md_graph_tensor_size(g, t);
+}
+
+#define T(name) md_graph_find(g, name)
+
+/* Relu -> Sigmoid -> Tanh: every activation in one buffer. */
+TEST(inplace_chain_takes_one_buffer)
+{
+	struct mb *b = mb_new(17);
+	struct md_onnx_stats st;
+	struct md_graph_plan gp;
+	struct md_graph *g;
+	struct md_error e;
+
+	mb_input(b, "x", MB_F32, "1,64");
+	mb_node(b, "Relu", "x", "a");
+	mb_node(b, "Sigmoid", "a", "b");
+	mb_node(b, "Tanh", "b", "c");
+	mb_output(b, "c", MB_F32, "1,64");
+	ASSERT_EQ(0, import(b, NULL, &g, &st, &e)) TH_LOG("%s", e.msg);
+	EXPECT_EQ(3, st.nodes);
+	EXPECT_EQ(4, st.tensors);
+	EXPECT_EQ(3, st.inplace);
+	EXPECT_EQ(256, st.input_bytes);
+	EXPECT_EQ(768, st.activation_bytes);
+	EXPECT_EQ(0, st.weight_bytes);
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	EXPECT_EQ(gp.buffer[T("a")], gp.buffer[T("b")]);
+	EXPECT_EQ(gp.buffer[T("b")], gp.buffer[T("c")]);
+	EXPECT_NE(gp.buffer[T("x")], gp.buffer[T("a")]);
+	/* Relu into the graph input: refused; the other two taken. */
+	EXPECT_EQ(2, gp.stats.inplace_taken);
+	EXPECT_EQ(1, gp.stats.inplace_refused);
+	EXPECT_EQ(512, gp.plan.peak);
+	/* x resident [0, 3); c an output, alive to the end. */
+	EXPECT_EQ(0, gp.lower[T("x")]);
+	EXPECT_EQ(3, gp.upper[T("x")]);
+	EXPECT_EQ(3, gp.upper[T("c")]);
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+	mb_free(b);
+}
+
+/* a is read again after Sigmoid: Sigmoid may not overwrite it. */
+TEST(inplace_refused_when_input_is_read_later)
+{
+	struct mb *b = mb_new(17);
+	struct md_graph_plan gp;
+	struct md_graph *g;
+	struct md_error e;
+
+	mb_input(b, "x", MB_F32, "2,8");
+	mb_node(b, "Relu", "x", "a");
+	mb_node(b, "Sigmoid", "a", "s");
+	mb_node(b, "Add", "s,a", "y");
+	mb_output(b, "y", MB_F32, NULL);
+	ASSERT_EQ(0, import(b, NULL, &g, NULL, &e)) TH_LOG("%s", e.msg);
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	EXPECT_NE(gp.buffer[T("a")], gp.buffer[T("s")]);
+	/* Add writes into one of its dying inputs. */
+	EXPECT_TRUE(gp.buffer[T("y")] == gp.buffer[T("s")] ||
+		    gp.buffer[T("y")] == gp.buffer[T("a")]);
+	EXPECT_EQ(1, gp.stats.inplace_taken);
+	EXPECT_EQ(2, gp.stats.inplace_refused);	/* Relu (x), Sigmoid (a) */
+	EXPECT_EQ(64, size_of(g, "y"));
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+	mb_free(b);
+}
+
+/* Shape reads no data: a Shape after Sigmoid does not stop it in place. */
+TEST(shape_does_not_keep_its_input)
+{
+	struct mb *b = mb_new(17);
+	struct md_graph_plan gp;
+	struct md_graph *g;
+	struct md_error e;
+
+	mb_input(b, "x", MB_F32, "2,8");
+	mb_node(b, "Relu", "x", "a");
+	mb_node(b, "Sigmoid", "a", "s");
+	mb_node(b, "Shape", "a", "sh");
+	mb_node(b, "Reshape", "s,sh", "y");
+	mb_output(b, "y", MB_F32, NULL);
+	ASSERT_EQ(0, import(b, NULL, &g, NULL, &e)) TH_LOG("%s", e.msg);
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	EXPECT_EQ(gp.buffer[T("a")], gp.buffer[T("s")]);
+	EXPECT_EQ(gp.buffer[T("a")], gp.buffer[T("y")]);
+	EXPECT_EQ(2, gp.upper[T("a")]);		/* dies at Sigmoid (step 1) */
+	EXPECT_EQ(2, gp.stats.inplace_taken);
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+	mb_free(b);
+}
+
+/* Broadcast that grows the output: no in place into the small input. */
+TEST(inplace_needs_same_bytes)
+{
+	struct mb *b = mb_new(17);
+	struct md_graph_plan gp;
+	struct md_graph *g;
+	struct md_error e;
+
+	mb_input(b, "x", MB_F32, "1,8");
+	mb_input(b, "z", MB_F32, "4,8");
+	mb_node(b, "Relu", "x", "a");
+	mb_node(b, "Exp", "z", "c");
+	mb_node(b, "Mul", "a,c", "y");
+	mb_node(b, "Equal", "y,y", "q");
+	mb_output(b, "q", MB_BOOL, NULL);
+	ASSERT_EQ(0, import(b, NULL, &g, NULL, &e)) TH_LOG("%s", e.msg);
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	EXPECT_EQ(128, size_of(g, "y"));
+	EXPECT_EQ(32, size_of(g, "q"));
+	EXPECT_EQ(gp.buffer[T("y")], gp.buffer[T("c")]);	/* not a */
+	EXPECT_NE(gp.buffer[T("q")], gp.buffer[T("y")]);	/* bool */
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+	mb_free(b);
+}
+
+/* Reshape, Flatten, Unsqueeze, Squeeze, Identity: one buffer. */
+TEST(reshape_chain)
+{
+	struct mb *b = mb_new(17);
+	struct md_graph_plan gp;
+	struct md_graph *g;
+	struct md_error e;
+	Onnx__NodeProto *n;
+
+	mb_input(b, "x", MB_F32, "2,3,4");
+	mb_ival(b, "shape", "6,-1", 0);
+	mb_ival(b, "axes", "0", 0);
+	mb_node(b, "Relu", "x", "r");
+	mb_node(b, "Reshape", "r,shape", "s");
+	n = mb_node(b, "Flatten", "s", "f");
+	mb_int(b, n, "axis", 0);
+	mb_node(b, "Unsqueeze", "f,axes", "u");
+	mb_node(b, "Squeeze", "u,axes", "q");
+	mb_node(b, "Identity", "q", "y");
+	mb_output(b, "y", MB_F32, NULL);
+	ASSERT_EQ(0, import(b, NULL, &g, NULL, &e)) TH_LOG("%s", e.msg);
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	EXPECT_EQ(96, size_of(g, "s"));
+	EXPECT_EQ(96, size_of(g, "f"));
+	EXPECT_EQ(96, size_of(g, "u"));
+	EXPECT_EQ(96, size_of(g, "y"));
+	EXPECT_EQ(gp.buffer[T("r")], gp.buffer[T("y")]);
+	EXPECT_EQ(gp.buffer[T("r")], gp.buffer[T("u")]);
+	EXPECT_EQ(5, gp.stats.inplace_taken);
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+	mb_free(b);
+}
+
+/* No value_info: Conv, pools and Gemm sized by the inference here. */
+TEST(infers_conv_pool_gemm)
+{
+	struct mb *b = mb_new(17);
+	struct md_onnx_stats st;
+	struct md_graph *g;
+	struct md_error e;
+	Onnx__NodeProto *n;
+
+	mb_input(b, "x", MB_F32, "1,3,32,32");
+	mb_init(b, "w", MB_F32, "8,3,3,3", NULL);
+	mb_init(b, "w2", MB_F32, "8,8,3,3", NULL);
+	mb_init(b, "fc", MB_F32, "10,8", NULL);
+	n = mb_node(b, "Conv", "x,w", "c");
+	mb_ints(b, n, "pads", "1,1,1,1");
+	mb_node(b, "BatchNormalization", "c,s,s,s,s", "bn");
+	mb_init(b, "s", MB_F32, "8", NULL);
+	n = mb_node(b, "MaxPool", "bn", "p");
+	mb_ints(b, n, "kernel_shape", "2,2");
+	mb_ints(b, n, "strides", "2,2");
+	n = mb_node(b, "Conv", "p,w2", "c2");		/* 16 -> 8 */
+	mb_string(b, n, "auto_pad", "SAME_UPPER");
+	mb_ints(b, n, "strides", "2,2");
+	n = mb_node(b, "AveragePool", "c2", "ap");	/* 8 -> 3 with ceil */
+	mb_ints(b, n, "kernel_shape", "3,3");
+	mb_ints(b, n, "strides", "3,3");
+	mb_int(b, n, "ceil_mode", 1);
+	n = mb_node(b, "ConvTranspose", "ap,w2", "ct");	/* 3 -> 7 */
+	mb_ints(b, n, "strides", "2,2");
+	mb_ints(b, n, "pads", "1,1,0,0");
+	mb_ints(b, n, "output_padding", "1,1");
+	mb_node(b, "GlobalAveragePool", "ct", "gp");
+	mb_node(b, "Flatten", "gp", "f");
+	n = mb_node(b, "Gemm", "f,fc", "y");
+	mb_int(b, n, "transB", 1);
+	mb_output(b, "y", MB_F32, NULL);
+	ASSERT_EQ(0, import(b, NULL, &g, &st, &e)) TH_LOG("%s", e.msg);
+	EXPECT_EQ(8 * 32 * 32 * 4, size_of(g, "c"));
+	EXPECT_EQ(8 * 32 * 32 * 4, size_of(g, "bn"));
+	EXPECT_EQ(8 * 16 * 16 * 4, size_of(g, "p"));
+	EXPECT_EQ(8 * 8 * 8 * 4, size_of(g, "c2"));
+	EXPECT_EQ(8 * 3 * 3 * 4, size_of(g, "ap"));
+	/* 2 * (3 - 1) + output_padding 1 + kernel 3 - pads 1 - 0 = 7 */
+	EXPECT_EQ(8 * 7 * 7 * 4, size_of(g, "ct"));
+	EXPECT_EQ(8 * 4, size_of(g, "gp"));
+	EXPECT_EQ(8 * 4, size_of(g, "f"));
+	EXPECT_EQ(10 * 4, size_of(g, "y"));
+	EXPECT_EQ(9, st.inferred);
+	EXPECT_EQ((8 * 27 + 8 * 72 + 80 + 8) * 4, st.weight_bytes);
+	md_graph_free(g);
+	mb_free(b);
+}
+
+/* The export pattern: Shape -> Gather -> Unsqueeze -> Concat -> Reshape. */
+TEST(infers_shape_computations)
+{
+	struct mb *b = mb_new(17);
+	struct md_onnx_dim d = { "batch", 4 };
+	struct md_onnx_opts o = { .dims = &d, .ndims = 1 };
+	struct md_graph *g;
+	struct md_error e;
+	Onnx__NodeProto *n;
+
+	mb_input(b, "x", MB_F32, "batch,16,64");
+	mb_ival(b, "zero", "0", 1);
+	mb_ival(b, "ax0", "0", 0);
+	mb_ival(b, "tail", "-1,8", 0);
+	mb_ival(b, "two", "2", 1);
+	mb_node(b, "Shape", "x", "s");
+	n = mb_node(b, "Gather", "s,zero", "bs");
+	mb_int(b, n, "axis", 0);
+	mb_node(b, "Unsqueeze", "bs,ax0", "bu");
+	n = mb_node(b, "Concat", "bu,tail", "shp");
+	mb_int(b, n, "axis", 0);
+	mb_node(b, "Reshape", "x,shp", "y");
+	/* Mul/Cast/Slice on int64 shapes, ConstantOfShape, Expand, Range */
+	mb_node(b, "Mul", "bs,two", "b2");
+	n = mb_node(b, "Cast", "b2", "b2c");
+	mb_int(b, n, "to", MB_I64);
+	mb_node(b, "Unsqueeze", "b2c,ax0", "b2u");
+	mb_node(b, "ConstantOfShape", "b2u", "zeros");
+	mb_node(b, "Slice", "s,ax0,two", "s01");	/* [4, 16] */
+	mb_node(b, "Expand", "two,s01", "ex");
+	mb_node(b, "Range", "zero,b2c,two", "rg");	/* 0, 2, 4, 6 */
+	mb_node(b, "Equal", "s01,s01", "eq");
+	mb_node(b, "Where", "eq,s01,s01", "wh");
+	mb_node(b, "ConstantOfShape", "wh", "big");	/* [4, 16] floats */
+	mb_output(b, "y", MB_F32, NULL);
+	mb_output(b, "zeros", MB_F32, NULL);
+	mb_output(b, "ex", MB_I64, NULL);
+	mb_output(b, "rg", MB_I64, NULL);
+	mb_output(b, "big", MB_F32, NULL);
+	ASSERT_EQ(0, import(b, &o, &g, NULL, &e)) TH_LOG("%s", e.msg);
+	EXPECT_EQ(4 * 16 * 64 * 4, size_of(g, "y"));
+	EXPECT_EQ(8 * 4, size_of(g, "zeros"));
+	EXPECT_EQ(4 * 16 * 8, size_of(g, "ex"));
+	EXPECT_EQ(4 * 8, size_of(g, "rg"));
+	EXPECT_EQ(4 * 16 * 4, size_of(g, "big"));
+	md_graph_free(g);
+	mb_free(b);
+}
+
+/* MatMul, Transpose, Softmax, LayerNorm, Split, TopK, LSTM, Resize... */
+TEST(infers_transformer_and_rnn_ops)
+{
+	struct mb *b = mb_new(17);
+	struct md_graph *g;
+	struct md_error e;
+	Onnx__NodeProto *n;
+
+	mb_input(b, "x", MB_F32, "2,10,32");
+	mb_init(b, "wq", MB_F32, "32,64", NULL);
+	mb_init(b, "g", MB_F32, "32", NULL);
+	mb_ival(b, "sp", "16,48", 0);
+	mb_ival(b, "k", "3", 0);
+	mb_ival(b, "pads", "0,0,1,0,0,2", 0);
+	mb_ival(b, "rep", "1,2,1", 0);
+	mb_init(b, "W", MB_F32, "1,64,32", NULL);
+	mb_init(b, "R", MB_F32, "1,64,16", NULL);
+	mb_init(b, "sc", MB_F32, "4", (const int64_t[]){ 1, 1, 2, 2 });
+	mb_input(b, "img", MB_F32, "1,3,5,7");
+	mb_node(b, "MatMul", "x,wq", "q");		/* 2,10,64 */
+	n = mb_node(b, "Transpose", "q", "qt");		/* 2,64,10 */
+	mb_ints(b, n, "perm", "0,2,1");
+	mb_node(b, "MatMul", "q,qt", "att");		/* 2,10,10 */
+	mb_node(b, "Softmax", "att", "sm");
+	mb_node(b, "LayerNormalization", "x,g", "ln");
+	n = mb_node(b, "Split", "q,sp", "s0,s1");
+	mb_int(b, n, "axis", 2);
+	mb_node(b, "TopK", "att,k", "tv,ti");		/* 2,10,3 */
+	mb_node(b, "Pad", "x,pads", "pd");		/* 2,10,35 */
+	mb_node(b, "Tile", "x,rep", "tl");		/* 2,20,32 */
+	n = mb_node(b, "ReduceMean", "x", "rm");	/* 2,10,1 (opset 17) */
+	mb_ints(b, n, "axes", "-1");
+	n = mb_node(b, "ArgMax", "x", "am");		/* 2,32 int64 */
+	mb_int(b, n, "axis", 1);
+	mb_int(b, n, "keepdims", 0);
+	n = mb_node(b, "LSTM", "x,W,R", "Y,Yh,Yc");	/* seq 2, batch 10 */
+	mb_int(b, n, "hidden_size", 16);
+	mb_node(b, "Resize", "img,,sc", "up");		/* 1,3,10,14 */
+	n = mb_node(b, "Dropout", "sm", "dr,");
+	mb_node(b, "Erf", "dr", "er");
+	mb_output(b, "er", MB_F32, NULL);
+	mb_output(b, "s0", MB_F32, NULL);
+	mb_output(b, "s1", MB_F32, NULL);
+	ASSERT_EQ(0, import(b, NULL, &g, NULL, &e)) TH_LOG("%s", e.msg);
+	EXPECT_EQ(2 * 10 * 64 * 4, size_of(g, "q"));
+	EXPECT_EQ(2 * 64 * 10 * 4, size_of(g, "qt"));
+	EXPECT_EQ(2 * 10 * 10 * 4, size_of(g, "sm"));
+	EXPECT_EQ(2 * 10 * 32 * 4, size_of(g, "ln"));
+	EXPECT_EQ(2 * 10 * 16 * 4, size_of(g, "s0"));
+	EXPECT_EQ(2 * 10 * 48 * 4, size_of(g, "s1"));
+	EXPECT_EQ(2 * 10 * 3 * 4, size_of(g, "tv"));
+	EXPECT_EQ(2 * 10 * 3 * 8, size_of(g, "ti"));
+	EXPECT_EQ(2 * 10 * 35 * 4, size_of(g, "pd"));
+	EXPECT_EQ(2 * 20 * 32 * 4, size_of(g, "tl"));
+	EXPECT_EQ(2 * 10 * 4, size_of(g, "rm"));
+	EXPECT_EQ(2 * 32 * 8, size_of(g, "am"));
+	EXPECT_EQ(2 * 1 * 10 * 16 * 4, size_of(g, "Y"));
+	EXPECT_EQ(1 * 10 * 16 * 4, size_of(g, "Yh"));
+	EXPECT_EQ(1 * 10 * 16 * 4, size_of(g, "Yc"));
+	EXPECT_EQ(3 * 10 * 14 * 4, size_of(g, "up"));
+	EXPECT_EQ(2 * 10 * 10 * 4, size_of(g, "er"));
+	md_graph_free(g);
+	mb_free(b);
+}
+
+/* Symbolic dims: an error naming them, then --dim, then --input. */
+TEST(symbolic_dims)
+{
+	struct mb *b = mb_new(17);
+	struct md_onnx_dim d[] = { { "batch", 8 }, { "seq", 128 } };
+	int64_t shape[] = { 3, 5, 16 };
+	struct md_onnx_input in = { "x", shape, 3 };
+	struct md_onnx_opts o = { .dims = d, .ndims = 1 };
+	struct md_graph *g;
+	struct md_error e;
+
+	mb_input(b, "x", MB_F32, "batch,seq,16");
+	mb_node(b, "Relu", "x", "y");
+	mb_output(b, "y", MB_F32, "batch,seq,16");
+	EXPECT_EQ(-EINVAL, import(b, NULL, &g, NULL, &e));
+	EXPECT_NE(NULL, strstr(e.msg, "'batch'")) TH_LOG("%s", e.msg);
+	EXPECT_NE(NULL, strstr(e.msg, "--dim batch=N")) TH_LOG("%s", e.msg);
+	md_graph_free(g);
+	EXPECT_EQ(-EINVAL, import(b, &o, &g, NULL, &e));
+	EXPECT_NE(NULL, strstr(e.msg, "'seq'")) TH_LOG("%s", e.msg);
+	md_graph_free(g);
+	o.ndims = 2;
+	ASSERT_EQ(0, import(b, &o, &g, NULL, &e)) TH_LOG("%s", e.msg);
+	EXPECT_EQ(8 * 128 * 16 * 4, size_of(g, "y"));
+	md_graph_free(g);
+	o.ndims = 0;
+	o.inputs = &in;
+	o.ninputs = 1;
+	ASSERT_EQ(0, import(b, &o, &g, NULL, &e)) TH_LOG("%s", e.msg);
+	EXPECT_EQ(3 * 5 * 16 * 4, size_of(g, "y"));
+	md_graph_free(g);
+	/* A shape for an input the model does not have. */
+	in.name = "nope";
+	EXPECT_EQ(-EINVAL, import(b, &o, &g, NULL, &e));
+	EXPECT_NE(NULL, strstr(e.msg, "'nope'")) TH_LOG("%s", e.msg);
+	md_graph_free(g);
+	mb_free(b);
+}
+
+/* fp16 halves every float tensor; int64 ones keep their size. */
+TEST(dtype_override)
+{
+	struct mb *b = mb_new(17);
+	struct md_onnx_opts o = { .dtype = MD_ONNX_DTYPE_FP16 };
+	struct md_onnx_stats s32, s16;
+	struct md_graph *g;
+	struct md_error e;
+
+	mb_input(b, "x", MB_F32, "4,100");
+	mb_init(b, "w", MB_F32, "100,50", NULL);
+	mb_node(b, "MatMul", "x,w", "y");
+	mb_node(b, "Shape", "y", "s");
+	mb_output(b, "y", MB_F32, NULL);
+	mb_output(b, "s", MB_I64, NULL);
+	ASSERT_EQ(0, import(b, NULL, &g, &s32, &e)) TH_LOG("%s", e.msg);
+	EXPECT_EQ(800, size_of(g, "y"));
+	EXPECT_EQ(16, size_of(g, "s"));
+	md_graph_free(g);
+	ASSERT_EQ(0, import(b, &o, &g, &s16, &e)) TH_LOG("%s", e.msg);
+	EXPECT_EQ(400, size_of(g, "y"));
+	EXPECT_EQ(16, size_of(g, "s"));
+	EXPECT_EQ(s32.weight_bytes / 2, s16.weight_bytes);
+	EXPECT_EQ(s32.input_bytes / 2, s16.input_bytes);
+	EXPECT_EQ(s32.activation_bytes - 400, s16.activation_bytes);
+	md_graph_free(g);
+	o.dtype = MD_ONNX_DTYPE_BF16;
+	ASSERT_EQ(0, import(b, &o, &g, NULL, &e));
+	EXPECT_EQ(400, size_of(g, "y"));
+	md_graph_free(g);
+	mb_free(b);
+}
+
+/* Weights and inputs resident by default, gone with NO_WEIGHTS. */
+TEST(weights_resident_or_excluded)
+{
+	struct mb *b = mb_new(17);
+	struct md_onnx_opts o = { .flags = MD_ONNX_NO_WEIGHTS };
+	struct md_onnx_stats st;
+	struct md_graph_plan gp;
+	struct md_graph *g;
+	struct md_error e;
+	Onnx__NodeProto *n;
+
+	mb_input(b, "x", MB_F32, "1,16");
+	mb_init(b, "w", MB_F32, "16,16", NULL);
+	n = mb_node(b, "Constant", "", "c");
+	mb_tensor_attr(b, n, "value", mb_tensor(b, "cv", MB_F32, "16", NULL));
+	mb_node(b, "MatMul", "x,w", "a");
+	mb_node(b, "Add", "a,c", "y");
+	mb_node(b, "Relu", "y", "unused");
+	mb_output(b, "y", MB_F32, NULL);
+	ASSERT_EQ(0, import(b, NULL, &g, &st, &e)) TH_LOG("%s", e.msg);
+	EXPECT_EQ(6, md_graph_tensor_count(g));
+	EXPECT_EQ(1024 + 64, st.weight_bytes);
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	/* Three ops: w and c alive across all, unused lives one step. */
+	EXPECT_EQ(0, gp.lower[T("w")]);
+	EXPECT_EQ(3, gp.upper[T("w")]);
+	EXPECT_EQ(0, gp.lower[T("c")]);
+	EXPECT_EQ(3, gp.upper[T("c")]);
+	EXPECT_EQ(2, gp.lower[T("unused")]);
+	EXPECT_EQ(3, gp.upper[T("unused")]);
+	EXPECT_EQ(3, gp.upper[T("y")]);
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+	ASSERT_EQ(0, import(b, &o, &g, &st, &e)) TH_LOG("%s", e.msg);
+	EXPECT_EQ(3, md_graph_tensor_count(g));
+	EXPECT_EQ(-ENOENT, T("w"));
+	EXPECT_EQ(-ENOENT, T("x"));
+	EXPECT_EQ(-ENOENT, T("c"));
+	EXPECT_EQ(1024 + 64, st.weight_bytes);	/* still reported */
+	EXPECT_EQ(64, st.input_bytes);
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	/* Relu's input y is a graph output: in place refused. */
+	EXPECT_EQ(1, gp.stats.inplace_taken);
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+	mb_free(b);
+}
+
+/* Data type sizes; strings refused. */
+TEST(dtype_sizes)
+{
+	static const struct { int dt; uint64_t size; } c[] = {
+		{ MB_F32, 4 }, { MB_U8, 1 }, { MB_I8, 1 }, { MB_I32, 4 },
+		{ MB_I64, 8 }, { MB_BOOL, 1 }, { MB_F16, 2 }, { MB_F64, 8 },
+		{ 16, 2 }, { 12, 4 }, { 13, 8 }, { 5, 2 },
+	};
+	struct md_graph *g;
+	struct md_error e;
+	size_t i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct mb *b = mb_new(17);
+
+		mb_input(b, "x", c[i].dt, "3,5");
+		mb_node(b, "Identity", "x", "y");
+		mb_output(b, "y", c[i].dt, NULL);
+		ASSERT_EQ(0, import(b, NULL, &g, NULL, &e)) TH_LOG("%s", e.msg);
+		EXPECT_EQ(15 * c[i].size, size_of(g, "y")) TH_LOG("type %d", c[i].dt);
+		md_graph_free(g);
+		mb_free(b);
+	}
+	{
+		struct mb *b = mb_new(17);
+
+		mb_input(b, "x", MB_STR, "3");
+		mb_node(b, "Identity", "x", "y");
+		mb_output(b, "y", MB_STR, NULL);
+		EXPECT_EQ(-EINVAL, import(b, NULL, &g, NULL, &e));
+		EXPECT_NE(NULL, strstr(e.msg, "string")) TH_LOG("%s", e.msg);
+		md_graph_free(g);
+		mb_free(b);
+	}
+}
+
+/* Nodes out of order are sorted; a cycle is an error. */
+TEST(order_and_cycle)
+{
+	struct mb *b = mb_new(17);
+	struct md_graph_plan gp;
+	struct md_graph *g;
+	struct md_error e;
+
+	mb_input(b, "x", MB_F32, "4");
+	mb_node(b, "Relu", "a", "b");
+	mb_node(b, "Relu", "x", "a");
+	mb_output(b, "b", MB_F32, NULL);
+	ASSERT_EQ(0, import(b, NULL, &g, NULL, &e)) TH_LOG("%s", e.msg);
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	EXPECT_EQ(0, gp.lower[T("a")]);
+	EXPECT_EQ(1, gp.lower[T("b")]);
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+	mb_free(b);
+
+	b = mb_new(17);
+	mb_input(b, "x", MB_F32, "4");
+	mb_node(b, "Add", "x,b", "a");
+	mb_node(b, "Relu", "a", "b");
+	mb_output(b, "b", MB_F32, NULL);
+	EXPECT_EQ(-EINVAL, import(b, NULL, &g, NULL, &e));
+	EXPECT_NE(NULL, strstr(e.msg, "cycle")) TH_LOG("%s", e.msg);
+	md_graph_free(g);
+	mb_free(b);
+}
+
+/* Garbage, truncated and empty input. */
+TEST(malformed_bytes)
+{
+	static const uint8_t junk[] = { 0xff, 0xff, 0xff, 0xff, 0x0f, 0x12 };
+	struct mb *b = mb_new(17);
+	struct md_graph *g;
+	struct md_error e;
+	size_t len, cut;
+	uint8_t *d;
+	int ret;
+
+	ASSERT_EQ(0, md_graph_new(&g));
+	EXPECT_EQ(-EINVAL, md_graph_from_onnx(g, junk, sizeof(junk), NULL,
+					      NULL, &e));
+	EXPECT_STREQ("not an ONNX model (protobuf parse failed)", e.msg);
+	EXPECT_EQ(-EINVAL, md_graph_from_onnx(g, "", 0, NULL, NULL, &e));
+	EXPECT_NE(NULL, strstr(e.msg, "no graph")) TH_LOG("%s", e.msg);
+	md_graph_free(g);
+
+	mb_input(b, "x", MB_F32, "1,3,8,8");
+	mb_init(b, "w", MB_F32, "4,3,3,3", NULL);
+	mb_node(b, "Conv", "x,w", "y");
+	mb_output(b, "y", MB_F32, NULL);
+	d = mb_pack(b, &len);
+	/*
+	 * A cut between two fields is a smaller valid message (protobuf
+	 * cannot tell): such a model imports or is refused for what it
+	 * misses; a cut inside a field fails the parse.
+	 */
+	for (cut = 0; cut < len; cut++) {
+		ASSERT_EQ(0, md_graph_new(&g));
+		ret = md_graph_from_onnx(g, d, cut, NULL, NULL, &e);
+		EXPECT_TRUE(ret == 0 || ret == -EINVAL)
+			TH_LOG("cut at %zu of %zu: %d", cut, len, ret);
+		if (ret)
+			EXPECT_NE(0, e.msg[0]);
+		md_graph_free(g);
+	}
+	ASSERT_EQ(0, md_graph_new(&g));
+	EXPECT_EQ(-EINVAL, md_graph_from_onnx(g, d, len - 1, NULL, NULL, &e));
+	EXPECT_STREQ("not an ONNX model (protobuf parse failed)", e.msg);
+	md_graph_free(g);
+	mb_free(b);
+}
+
+/* An op without inference here and without value_info names the tensor. */
+TEST(unknown_op_is_an_error)
+{
+	struct mb *b = mb_new(17);
+	struct md_graph *g;
+	struct md_error e;
+
+	mb_input(b, "x", MB_F32, "2,2");
+	mb_node(b, "FooBar", "x", "y");
+	mb_node(b, "Relu", "y", "z");
+	mb_output(b, "z", MB_F32, NULL);
+	EXPECT_EQ(-EINVAL, import(b, NULL, &g, NULL, &e));
+	EXPECT_NE(NULL, strstr(e.msg, "tensor 'y' (output 0 of node 'n0', op FooBar): shape unknown"))
+		TH_LOG("%s", e.msg);
+	md_graph_free(g);
+	/* value_info sizes it. */
+	mb_value_info(b, "y", MB_F32, "7,3");
+	ASSERT_EQ(0, import(b, NULL, &g, NULL, &e)) TH_LOG("%s", e.msg);
+	EXPECT_EQ(84, size_of(g, "z"));
+	md_graph_free(g);
+	mb_free(b);
+
+	/* Control flow, and a Reshape whose target is not constant. */
+	b = mb_new(17);
+	mb_input(b, "x", MB_F32, "2,2");
+	mb_input(b, "sh", MB_I64, "2");
+	mb_node(b, "Reshape", "x,sh", "y");
+	mb_output(b, "y", MB_F32, NULL);
+	EXPECT_EQ(-EINVAL, import(b, NULL, &g, NULL, &e));
+	EXPECT_NE(NULL, strstr(e.msg, "tensor 'y' (output 0 of node 'n0', op Reshape)"))
+		TH_LOG("%s", e.msg);
+	md_graph_free(g);
+	mb_free(b);
+	b = mb_new(17);
+	mb_input(b, "c", MB_BOOL, "");
+	mb_node(b, "If", "c", "y");
+	mb_output(b, "y", MB_F32, "2");
+	EXPECT_EQ(-EINVAL, import(b, NULL, &g, NULL, &e));
+	EXPECT_NE(NULL, strstr(e.msg, "op If")) TH_LOG("%s", e.msg);
+	EXPECT_NE(NULL, strstr(e.msg, "control flow")) TH_LOG("%s", e.msg);
+	md_graph_free(g);
+	mb_free(b);
+}
+
+/* Hostile shapes: negative, too many dims, sizes past 2^64. */
+TEST(hostile_shapes)
+{
+	struct mb *b;
+	struct md_graph *g;
+	struct md_error e;
+
+	b = mb_new(17);
+	mb_input(b, "x", MB_F32, "2,-3");
+	mb_node(b, "Relu", "x", "y");
+	mb_output(b, "y", MB_F32, NULL);
+	EXPECT_EQ(-EINVAL, import(b, NULL, &g, NULL, &e));
+	EXPECT_NE(NULL, strstr(e.msg, "negative")) TH_LOG("%s", e.msg);
+	md_graph_free(g);
+	mb_free(b);
+
+	b = mb_new(17);
+	mb_input(b, "x", MB_F32, "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1");
+	mb_node(b, "Relu", "x", "y");
+	mb_output(b, "y", MB_F32, NULL);
+	EXPECT_EQ(-EINVAL, import(b, NULL, &g, NULL, &e));
+	EXPECT_NE(NULL, strstr(e.msg, "rank")) TH_LOG("%s", e.msg);
+	md_graph_free(g);
+	mb_free(b);
+
+	b = mb_new(17);
+	mb_input(b, "x", MB_F32, "4294967296,4294967296");
+	mb_node(b, "Relu", "x", "y");
+	mb_output(b, "y", MB_F32, NULL);
+	EXPECT_EQ(-EOVERFLOW, import(b, NULL, &g, NULL, &e));
+	EXPECT_NE(NULL, strstr(e.msg, "2^64")) TH_LOG("%s", e.msg);
+	md_graph_free(g);
+	mb_free(b);
+
+	b = mb_new(17);
+	mb_input(b, "x", MB_F32, "2,2");
+	mb_init(b, "w", MB_F32, "2,-2", NULL);
+	mb_node(b, "Add", "x,w", "y");
+	mb_output(b, "y", MB_F32, NULL);
+	EXPECT_EQ(-EINVAL, import(b, NULL, &g, NULL, &e));
+	EXPECT_NE(NULL, strstr(e.msg, "initializer 'w'")) TH_LOG("%s", e.msg);
+	md_graph_free(g);
+	mb_free(b);
+
+	b = mb_new(17);		/* a tensor defined twice */
+	mb_input(b, "x", MB_F32, "2,2");
+	mb_node(b, "Relu", "x", "y");
+	mb_node(b, "Relu", "x", "y");
+	mb_output(b, "y", MB_F32, NULL);
+	EXPECT_EQ(-EINVAL, import(b, NULL, &g, NULL, &e));
+	EXPECT_NE(NULL, strstr(e.msg, "defined twice")) TH_LOG("%s", e.msg);
+	md_graph_free(g);
+	mb_free(b);
+}
+
+/* Names the graph format refuses are rewritten, uniquely. */
+TEST(names_are_made_valid)
+{
+	struct mb *b = mb_new(17);
+	struct md_graph *g;
+	struct md_error e;
+
+	mb_input(b, "in:0", MB_F32, "2");
+	mb_node(b, "Relu", "in:0", "a b");
+	mb_node(b, "Relu", "a b", "a_b");
+	mb_node(b, "Split", "a_b", "s:0,s:1,s_0");	/* clash in one node */
+	mb_output(b, "a_b", MB_F32, NULL);
+	mb_output(b, "s_0", MB_F32, NULL);
+	ASSERT_EQ(0, import(b, NULL, &g, NULL, &e)) TH_LOG("%s", e.msg);
+	EXPECT_EQ(8, size_of(g, "in_0"));
+	EXPECT_EQ(8, size_of(g, "a_b"));
+	EXPECT_EQ(8, size_of(g, "a_b.1"));
+	EXPECT_NE(-ENOENT, md_graph_find(g, "s_0"));
+	EXPECT_NE(-ENOENT, md_graph_find(g, "s_1"));
+	EXPECT_NE(-ENOENT, md_graph_find(g, "s_0.1"));
+	md_graph_free(g);
+	mb_free(b);
+}
+
+/* The file convenience: a model read back; a missing file says why. */
+TEST(from_file)
+{
+	char path[] = "/tmp/metadef-onnx-test.XXXXXX";
+	struct mb *b = mb_new(17);
+	struct md_onnx_stats st;
+	struct md_graph *g;
+	struct md_error e;
+	int fd = mkstemp(path);
+
+	ASSERT_LE(0, fd);
+	close(fd);
+	mb_input(b, "x", MB_F32, "3");
+	mb_node(b, "Relu", "x", "y");
+	mb_output(b, "y", MB_F32, NULL);
+	ASSERT_EQ(0, mb_save(b, path));
+	ASSERT_EQ(0, md_graph_new(&g));
+	EXPECT_EQ(0, md_graph_from_onnx_file(g, path, NULL, &st, &e)) TH_LOG("%s", e.msg);
+	EXPECT_EQ(12, size_of(g, "y"));
+	EXPECT_EQ(1, st.nodes);
+	md_graph_free(g);
+	unlink(path);
+	ASSERT_EQ(0, md_graph_new(&g));
+	EXPECT_EQ(-ENOENT, md_graph_from_onnx_file(g, path, NULL, NULL, &e));
+	EXPECT_NE(NULL, strstr(e.msg, "No such file")) TH_LOG("%s", e.msg);
+	md_graph_free(g);
+	mb_free(b);
+}
+
+TEST(parse_dims)
+{
+	int64_t d[MD_ONNX_MAX_RANK];
+	size_t r;
+
+	ASSERT_EQ(0, md_onnx_parse_dims("1x3x224x224", d, &r));
+	EXPECT_EQ(4, r);
+	EXPECT_EQ(224, d[3]);
+	ASSERT_EQ(0, md_onnx_parse_dims("", d, &r));
+	EXPECT_EQ(0, r);
+	EXPECT_EQ(-EINVAL, md_onnx_parse_dims("1x", d, &r));
+	EXPECT_EQ(-EINVAL, md_onnx_parse_dims("x1", d, &r));
+	EXPECT_EQ(-EINVAL, md_onnx_parse_dims("1,2", d, &r));
+	EXPECT_EQ(-EINVAL, md_onnx_parse_dims("-1", d, &r));
+	EXPECT_EQ(-ERANGE, md_onnx_parse_dims("9223372036854775808", d, &r));
+	EXPECT_EQ(0, md_onnx_parse_dims("9223372036854775807", d, &r));
+	EXPECT_EQ(-ERANGE, md_onnx_parse_dims("1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1",
+					      d, &r));
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/*
+ * A ResNet-152-sized model (50 bottleneck blocks: 3 Conv + 3 BN + 3 Relu
+ * + Add, about 500 nodes) with symbolic batch and no value_info: imported
+ * in milliseconds.
+ */
+TEST(resnet_sized_import_is_fast)
+{
+	struct mb *b = mb_new(17);
+	struct md_onnx_dim d = { "N", 8 };
+	struct md_onnx_opts o = { .dims = &d, .ndims = 1 };
+	struct md_onnx_stats st;
+	struct md_graph_plan gp;
+	struct md_graph *g;
+	struct md_error e;
+	char prev[32] = "x", nm[16][32], w[32];
+	double t0, ms;
+	int i, k;
+
+	mb_input(b, "x", MB_F32, "N,256,56,56");
+	mb_init(b, "bn64", MB_F32, "64", NULL);
+	mb_init(b, "bn256", MB_F32, "256", NULL);
+	for (i = 0; i < 50; i++) {
+		static const char *const ws[] = { "64,256,1,1", "64,64,3,3",
+						  "256,64,1,1" };
+
+		for (k = 0; k < 3; k++) {
+			Onnx__NodeProto *n;
+			const char *bn = k == 2 ? "bn256" : "bn64";
+			char ins[128];
+
+			snprintf(w, sizeof(w), "w%d_%d", i, k);
+			mb_init(b, w, MB_F32, ws[k], NULL);
+			snprintf(nm[0], 32, "c%d_%d", i, k);
+			snprintf(ins, sizeof(ins), "%s,%s", k ? nm[3] : prev, w);
+			n = mb_node(b, "Conv", ins, nm[0]);
+			if (k == 1)
+				mb_ints(b, n, "pads", "1,1,1,1");
+			snprintf(nm[1], 32, "b%d_%d", i, k);
+			snprintf(ins, sizeof(ins), "%s,%s,%s,%s,%s", nm[0], bn,
+				 bn, bn, bn);
+			mb_node(b, "BatchNormalization", ins, nm[1]);
+			if (k == 2)
+				break;
+			snprintf(nm[3], 32, "r%d_%d", i, k);
+			mb_node(b, "Relu", nm[1], nm[3]);
+		}
+		snprintf(nm[2], 32, "a%d", i);
+		snprintf(w, sizeof(w), "%s,%s", nm[1], prev);
+		mb_node(b, "Add", w, nm[2]);
+		snprintf(prev, sizeof(prev), "o%d", i);
+		mb_node(b, "Relu", nm[2], prev);
+	}
+	mb_output(b, prev, MB_F32, NULL);
+	t0 = now_ms();
+	ASSERT_EQ(0, import(b, &o, &g, &st, &e)) TH_LOG("%s", e.msg);
+	ms = now_ms() - t0;
+	TH_LOG("%zu nodes imported in %.2f ms", st.nodes, ms);
+	EXPECT_EQ(500, st.nodes);
+	EXPECT_EQ(500, st.inferred);
+	EXPECT_LT(ms, 250.0);
+	EXPECT_EQ(8ull * 256 * 56 * 56 * 4, size_of(g, prev));
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	/* BN, Relu, Add, Relu in place: 8 of 10 ops per block. */
+	EXPECT_GE(gp.stats.inplace_taken, 350);
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+	mb_free(b);
+}
+
+TEST_HARNESS_MAIN
