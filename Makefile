@@ -288,6 +288,14 @@ check-fuzz-lib:
 # ctl_test runs metadefctl in the VM (tools/check passes it in as /bin/metadefctl).
 $(B)/selftests/kmod/ctl_test: $(B)/bin/metadefctl
 
+# The caching allocator model of the footprint report is bench code
+# (tools/bench/caching.c): its test is built with it.
+$(B)/selftests/lib/caching_test: selftests/lib/caching_test.c tools/bench/caching.c \
+		tools/bench/caching.h $(KSFT_HDR) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_CFLAGS) -Ilib -Itools/bench -o $@ \
+		$(filter %.c,$^) $(LIB_A) $(LIB_LIBS)
+
 # The CLI test runs the tool: build it with the host tests.
 $(B)/selftests/lib/plan_cli_test: $(B)/bin/metadef-plan
 # The ONNX tests build their models with the generated protobuf-c structs.
