@@ -304,6 +304,9 @@ $(B)/selftests/lib/models_bench_test: selftests/lib/models_bench_test.c $(KSFT_H
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_CFLAGS) -DMD_SRCDIR='"$(CURDIR)"' -o $@ $<
 
+# The real-model demo, on the host backend.
+$(B)/selftests/lib/demo_models_test: $(B)/demo/models $(B)/bin/metadef-models
+
 # The CLI test runs the tool: build it with the host tests.
 $(B)/selftests/lib/plan_cli_test: $(B)/bin/metadef-plan
 # The ONNX tests build their models with the generated protobuf-c structs.
@@ -345,6 +348,12 @@ check-fuzz:
 
 demo:
 	tools/demo/run
+
+# The real-model tenants (tools/demo/models.c): libmetadef's ONNX import
+# and arenas, and the bench's model of a caching allocator beside them.
+$(B)/demo/models: tools/demo/models.c tools/bench/caching.c tools/bench/caching.h $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -Ilib -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS)
 
 # The demo's region and runtime walk-throughs (run inside the VM; not
 # installed).

@@ -32,6 +32,7 @@ struct live {
 struct md_device {
 	enum backend backend;
 	int fd;			/* kmod: the domain */
+	uint32_t domain;	/* kmod: its id; 0 on the host */
 	uint64_t align;
 	uint64_t page;
 	pthread_mutex_t lock;	/* the tree and the counters */
@@ -102,6 +103,7 @@ MD_API int md_device_open(const struct md_device_config *cfg,
 			}
 			dev->backend = BACKEND_KMOD;
 			dev->fd = fd;
+			dev->domain = info.domain_id;
 			dev->page = info.page_size;
 		} else if (!strcmp(name, "kmod")) {
 			free(dev);
@@ -157,6 +159,11 @@ MD_API uint64_t md_device_align(const struct md_device *dev)
 MD_API uint64_t md_device_page_size(const struct md_device *dev)
 {
 	return dev->page;
+}
+
+MD_API uint32_t md_device_domain(const struct md_device *dev)
+{
+	return dev->domain;
 }
 
 MD_API void md_device_stats(const struct md_device *dev,

@@ -82,6 +82,12 @@ uint64_t md_device_align(const struct md_device *dev);
 /* The page size regions are rounded to. */
 uint64_t md_device_page_size(const struct md_device *dev);
 
+/*
+ * The id of the memory domain the device is (kmod: debugfs "domains",
+ * metadefctl domains, INFO's domain_id); 0 for the host backend.
+ */
+uint32_t md_device_domain(const struct md_device *dev);
+
 /* A consistent copy of the device's counters. */
 void md_device_stats(const struct md_device *dev, struct md_device_stats *st);
 

@@ -84,8 +84,10 @@ TEST_F(rt, backend_is_kmod)
 	EXPECT_STREQ("kmod", md_device_backend(self->dev));
 	EXPECT_EQ(self->info.page_size, md_device_page_size(self->dev));
 	EXPECT_EQ(MD_ALIGN_CPU, md_device_align(self->dev));
-	/* The device opened a domain of its own. */
+	/* The device opened a domain of its own, and says which. */
 	ASSERT_EQ(1, my_domains(self->info.domain_id, NULL));
+	EXPECT_NE(0, md_device_domain(self->dev));
+	EXPECT_NE(self->info.domain_id, md_device_domain(self->dev));
 
 	/* auto picks the module when the node is there. */
 	ASSERT_EQ(0, md_device_open(&cfg, &dev));

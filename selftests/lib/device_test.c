@@ -48,6 +48,7 @@ TEST(open_host)
 	EXPECT_STREQ("host", md_device_backend(dev));
 	EXPECT_EQ(MD_ALIGN_CPU, md_device_align(dev));
 	EXPECT_EQ((uint64_t)sysconf(_SC_PAGESIZE), md_device_page_size(dev));
+	EXPECT_EQ(0, md_device_domain(dev));	/* the host has no domains */
 	md_device_stats(dev, &st);
 	EXPECT_EQ(0, st.region_allocs);
 	EXPECT_EQ(0, st.region_frees);

@@ -36,6 +36,11 @@ tenants-demo
 step "libmetadef on the module: an arena, the tiered pools, a leak, the dynamic pool"
 runtime-demo
 
+step "real models: ResNet-50 and BERT-large, two tenants, two domains, one arena each"
+METADEF_DEMO_WHILE="metadefctl domains" models-demo \
+	/models/resnet50.onnx --dim batch=1 -- \
+	/models/bert-large.onnx --dim batch=1 --dim seq=128
+
 step "debugfs: /sys/kernel/debug/metadef/ (this shell holds a domain open)"
 exec 3<>/dev/metadef
 ls -l /sys/kernel/debug/metadef/
