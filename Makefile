@@ -347,6 +347,8 @@ $(B)/bench/dynamic_bench: tools/bench/dynamic_bench.c $(LIB_A)
 
 # The tiered pools' alloc+free latency against glibc malloc, jemalloc and
 # mimalloc (dlopen()ed when installed: tools/deps.sh bench), same traces.
+# Fails (exit 1) when a goal of issue 17 is not met, (exit 3) when jemalloc
+# or mimalloc is missing.
 .PHONY: bench-alloc
 bench-alloc: $(B)/bench/alloc_bench
 	$(B)/bench/alloc_bench
