@@ -8,8 +8,11 @@
  * table, no loop); the thread's cache for the pool is one thread-local
  * pointer compared with the pool's id; a bin is an array of descriptors of
  * RECYCLED blocks. md_alloc() pops one and moves it to ALLOCATED with one
- * compare-exchange; md_free() moves it to RECYCLED with one compare-exchange
- * (checking the handle's generation) and pushes it back. The counters are
+ * release store (a block on a free list is invisible to other threads:
+ * hand_out() says why no compare-exchange is needed); md_free() moves it
+ * to RECYCLED with one compare-exchange (the block is live: other threads
+ * may race it with acquire or free; it checks the handle's generation) and
+ * pushes it back. The counters are
  * the thread's own (no locked instruction). Bins are refilled from and
  * flushed to the class's slabs, under the class's lock, half a bin at a
  * time.
@@ -148,6 +151,17 @@ static inline bool cas_w(struct md_pool_block *b, uint64_t *w, uint64_t nw)
  * A block this thread took off a free list: RECYCLED -> ALLOCATED with the
  * next generation (a descriptor's first life: 0 -> ALLOCATED). The fields
  * are written first: the transition publishes them.
+ *
+ * One release store, no compare-exchange: a word that is RECYCLED (or 0,
+ * never used) is written only by the thread that takes its block off a
+ * free list, and a block is on one free list at a time (this thread's
+ * bin, which no other thread touches, or a slab's or tier's list under its
+ * lock). Every other operation refuses such a word without writing it:
+ * md_free() of a RECYCLED block is a double free or stale, acquire and
+ * release are use after free, the cleaner recycles only RELEASED blocks.
+ * So nothing can change the word between the load and the store; a racing
+ * stale handle reads either the RECYCLED word (refused as before) or the
+ * new generation (refused as stale).
  */
 static INLINE int hand_out(struct md_pool *pool, struct md_pool_block *b,
 			   uint64_t req, const struct md_alloc_opts *opts,
@@ -165,11 +179,7 @@ static INLINE int hand_out(struct md_pool *pool, struct md_pool_block *b,
 	if (unlikely(!nw))
 		return violate(pool, MD_POOL_BAD_TRANSITION, MD_REUSE_REUSE,
 			       NULL, b, w, -EIO);
-	if (unlikely(!atomic_compare_exchange_strong_explicit(
-			&b->sync.word, &w, nw, memory_order_acq_rel,
-			memory_order_acquire)))
-		return violate(pool, MD_POOL_BAD_TRANSITION, MD_REUSE_REUSE,
-			       NULL, b, w, -EIO);
+	atomic_store_explicit(&b->sync.word, nw, memory_order_release);
 	out->block = b;
 	out->dev_va = b->dev_va;
 	out->cpu = b->cpu;
