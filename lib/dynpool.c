@@ -9,16 +9,25 @@
  *   the free tree  red-black tree by (size, address): best fit is the
  *                  lower bound of (need, 0); the largest free block is the
  *                  rightmost node;
- *   the live tree  red-black tree by address: md_dynpool_free() finds the
- *                  block of a descriptor and refuses what it does not find;
+ *   live           handed out: md_dynpool_free() finds the block from the
+ *                  descriptor's sync pointer (which metadata chunk it lies
+ *                  in, checked, never dereferenced before), then checks
+ *                  that it is live with the descriptor's address, size and
+ *                  generation; no tree, no search;
  *   the cache      metadata not describing memory right now, kept for the
  *                  next split (never returned to malloc before destroy, so
  *                  the md_block_sync pointers handed out stay valid).
  *
  * Each region also links its blocks in address order (prev/next), so a
- * freed block finds its neighbours in O(1) and coalescing costs two tree
- * removals and one insertion. Free and cached blocks are RECYCLED; a block
- * handed out is md_block_sync_reuse()d (ALLOCATED, next generation).
+ * freed block finds its neighbours in O(1). A block whose key changes in a
+ * way that keeps its place in the tree's order (what a split leaves takes
+ * the split block's node, a coalesced block its neighbour's or its own)
+ * stays in its node: no search and no rebalancing; otherwise it is
+ * removed and inserted again. Free and cached blocks are RECYCLED; a block
+ * handed out becomes ALLOCATED with the next generation by one store: a
+ * RECYCLED word is written only under the pool's lock (every transition a
+ * user may try on it is refused without a write), so no compare-exchange
+ * is needed there.
  *
  * The red-black tree is lib/rbtree.[ch].
  */
@@ -46,7 +55,7 @@ enum dp_where { DP_CACHE, DP_FREE, DP_LIVE };
 struct dp_region;
 
 struct dp_block {
-	struct md_rb_node rb;		/* first: free or live tree */
+	struct md_rb_node rb;		/* first: the free tree */
 	struct dp_block *prev, *next;	/* address order; next: cache link */
 	struct dp_region *reg;
 	uint64_t addr;			/* device address */
@@ -84,7 +93,6 @@ struct md_dynpool {
 	void *bad_free_arg;
 
 	struct md_rb_tree free_tree;
-	struct md_rb_tree live_tree;
 	struct dp_region *regions;
 	struct dp_chunk *chunks;
 	size_t next_chunk;
@@ -108,16 +116,25 @@ static int free_cmp(const struct md_rb_node *a, const struct md_rb_node *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-static int live_cmp(const struct md_rb_node *a, const struct md_rb_node *b)
-{
-	const struct dp_block *x = to_block(a), *y = to_block(b);
-
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
-
 static inline uint64_t round_up(uint64_t v, uint64_t a)
 {
 	return (v + a - 1) & ~(a - 1);
+}
+
+/*
+ * The searches go down the tree without a branch on the key: which way a
+ * level goes is random, and a mispredicted branch a level cost more than
+ * the rest of the search. child(n, 0) is the left child, child(n, 1) the
+ * right one, selected by an index (a load, not a jump).
+ */
+static inline struct md_rb_node **child(struct md_rb_node *n, int right)
+{
+	const size_t step = offsetof(struct md_rb_node, right) -
+			    offsetof(struct md_rb_node, left);
+
+	return (struct md_rb_node **)((char *)n +
+				      offsetof(struct md_rb_node, left) +
+				      (size_t)right * step);
 }
 
 /* The smallest free block of at least @need bytes, lowest address first. */
@@ -126,34 +143,32 @@ static struct dp_block *best_fit(struct md_dynpool *p, uint64_t need)
 	struct md_rb_node *n = p->free_tree.root, *best = NULL;
 
 	while (n) {
-		if (to_block(n)->size >= need) {
-			best = n;
-			n = n->left;
-		} else {
-			n = n->right;
-		}
+		int fits = to_block(n)->size >= need;
+		uintptr_t m = -(uintptr_t)fits;	/* all ones if it fits */
+
+		best = (struct md_rb_node *)(((uintptr_t)n & m) |
+					     ((uintptr_t)best & ~m));
+		n = *child(n, !fits);
 	}
 	return to_block(best);
 }
 
-static struct dp_block *live_find(struct md_dynpool *p, uint64_t addr)
-{
-	struct md_rb_node *n = p->live_tree.root;
-
-	while (n) {
-		struct dp_block *b = to_block(n);
-
-		if (addr == b->addr)
-			return b;
-		n = addr < b->addr ? n->left : n->right;
-	}
-	return NULL;
-}
-
+/* Into the free tree: the search inline (free_cmp's order), no call a level. */
 static void free_insert(struct md_dynpool *p, struct dp_block *b)
 {
+	struct md_rb_node **link = &p->free_tree.root, *parent = NULL;
+	uint64_t size = b->size, addr = b->addr;
+
+	while (*link) {
+		const struct dp_block *o = to_block(*link);
+		int right = (size > o->size) | ((size == o->size) &
+						(addr >= o->addr));
+
+		parent = *link;
+		link = child(parent, right);
+	}
 	b->where = DP_FREE;
-	md_rb_insert(&p->free_tree, &b->rb, free_cmp);
+	md_rb_link(&p->free_tree, &b->rb, parent, link);
 	p->st.free_bytes += b->size;
 }
 
@@ -161,6 +176,49 @@ static void free_remove(struct md_dynpool *p, struct dp_block *b)
 {
 	md_rb_erase(&p->free_tree, &b->rb);
 	p->st.free_bytes -= b->size;
+}
+
+/* free_cmp()'s order on two blocks' (size, address). */
+static inline bool key_less(const struct dp_block *a, const struct dp_block *b)
+{
+	return a->size < b->size || (a->size == b->size && a->addr < b->addr);
+}
+
+/*
+ * @n, not in the tree, takes the place of @old, which leaves it: in
+ * @old's node when @n's key sorts between @old's neighbours (no search, no
+ * rebalancing: what a split leaves and what a coalesced block becomes
+ * usually does), else by a removal and an insertion.
+ */
+static void free_take_place(struct md_dynpool *p, struct dp_block *old,
+			    struct dp_block *n)
+{
+	struct dp_block *lo = to_block(md_rb_prev(&old->rb));
+	struct dp_block *hi = to_block(md_rb_next(&old->rb));
+
+	if ((lo && !key_less(lo, n)) || (hi && !key_less(n, hi))) {
+		free_remove(p, old);
+		free_insert(p, n);
+		return;
+	}
+	md_rb_replace(&p->free_tree, &old->rb, &n->rb);
+	n->where = DP_FREE;
+	p->st.free_bytes += n->size - old->size;
+}
+
+/* Free block @b, in the tree, grows to @size (same address). */
+static void free_grow(struct md_dynpool *p, struct dp_block *b, uint64_t size)
+{
+	struct dp_block *hi = to_block(md_rb_next(&b->rb));
+
+	if (hi && (size > hi->size || (size == hi->size && b->addr > hi->addr))) {
+		free_remove(p, b);
+		b->size = size;
+		free_insert(p, b);
+		return;
+	}
+	p->st.free_bytes += size - b->size;
+	b->size = size;
 }
 
 /* Metadata for at least @n more blocks in the cache, or -ENOMEM. */
@@ -423,6 +481,7 @@ MD_API int md_dynpool_alloc(struct md_dynpool *p, uint64_t size,
 {
 	uint64_t need = round_up(size, p->align);
 	struct dp_block *b, *rest;
+	uint64_t w;
 	int err;
 
 	pthread_mutex_lock(&p->lock);
@@ -443,8 +502,8 @@ MD_API int md_dynpool_alloc(struct md_dynpool *p, uint64_t size,
 		b = best_fit(p, need);
 	}
 
-	free_remove(p, b);
 	if (b->size > need) {
+		/* The rest stays free: usually in b's node. */
 		rest = cache_get(p);
 		rest->reg = b->reg;
 		rest->addr = b->addr + need;
@@ -454,13 +513,16 @@ MD_API int md_dynpool_alloc(struct md_dynpool *p, uint64_t size,
 		if (b->next)
 			b->next->prev = rest;
 		b->next = rest;
+		free_take_place(p, b, rest);
 		b->size = need;
-		free_insert(p, rest);
+	} else {
+		free_remove(p, b);
 	}
-	md_block_sync_reuse(&b->sync);		/* RECYCLED -> ALLOCATED */
+	/* RECYCLED -> ALLOCATED, next generation: see the top of the file. */
+	w = atomic_load_explicit(&b->sync.word, memory_order_relaxed);
+	atomic_store_explicit(&b->sync.word, w_reuse(w), memory_order_release);
 	b->where = DP_LIVE;
 	b->requested = size;
-	md_rb_insert(&p->live_tree, &b->rb, live_cmp);
 
 	p->st.blocks_in_use++;
 	p->st.requested_bytes += size;
@@ -473,7 +535,7 @@ MD_API int md_dynpool_alloc(struct md_dynpool *p, uint64_t size,
 				   (b->addr - b->reg->r.dev_va) : NULL;
 	out->size = need;
 	out->sync = &b->sync;
-	out->generation = md_block_sync_generation(&b->sync);
+	out->generation = w_gen(w) + 1;
 	out->pad = 0;
 	pthread_mutex_unlock(&p->lock);
 	return 0;
@@ -505,13 +567,14 @@ static int refuse_free(struct md_dynpool *p, const struct md_dynblock *d)
 
 MD_API int md_dynpool_free(struct md_dynpool *p, const struct md_dynblock *d)
 {
-	struct dp_block *b, *n;
+	struct dp_block *b, *l, *r;
 	uint64_t w, nw;
 	int err;
 
 	pthread_mutex_lock(&p->lock);
-	b = live_find(p, d->dev_va);
-	if (!b || &b->sync != d->sync || b->size != d->size ||
+	b = owned_block(p, d->sync);
+	if (!b || b->where != DP_LIVE || b->addr != d->dev_va ||
+	    b->size != d->size ||
 	    md_block_sync_generation(&b->sync) != d->generation) {
 		err = refuse_free(p, d);
 		goto out;
@@ -537,32 +600,35 @@ MD_API int md_dynpool_free(struct md_dynpool *p, const struct md_dynblock *d)
 							  memory_order_acquire))
 			break;
 	}
-	md_rb_erase(&p->live_tree, &b->rb);
 	p->st.frees++;
 	p->st.blocks_in_use--;
 	p->st.requested_bytes -= b->requested;
 	p->st.bytes_in_use -= b->size;
 
-	n = b->prev;
-	if (n && n->where == DP_FREE) {		/* left neighbour absorbs b */
-		free_remove(p, n);
-		n->size += b->size;
-		n->next = b->next;
+	l = b->prev && b->prev->where == DP_FREE ? b->prev : NULL;
+	r = b->next && b->next->where == DP_FREE ? b->next : NULL;
+	if (r) {				/* b absorbs its right one */
+		b->size += r->size;
+		b->next = r->next;
+		if (r->next)
+			r->next->prev = b;
+	}
+	if (l) {				/* the left one absorbs b */
+		l->next = b->next;
 		if (b->next)
-			b->next->prev = n;
+			b->next->prev = l;
+		if (r) {
+			free_remove(p, r);
+			cache_put(p, r);
+		}
+		free_grow(p, l, l->size + b->size);
 		cache_put(p, b);
-		b = n;
+	} else if (r) {				/* b, larger, in r's node */
+		free_take_place(p, r, b);
+		cache_put(p, r);
+	} else {
+		free_insert(p, b);
 	}
-	n = b->next;
-	if (n && n->where == DP_FREE) {		/* b absorbs its right one */
-		free_remove(p, n);
-		b->size += n->size;
-		b->next = n->next;
-		if (n->next)
-			n->next->prev = b;
-		cache_put(p, n);
-	}
-	free_insert(p, b);
 	err = 0;
 out:
 	pthread_mutex_unlock(&p->lock);
@@ -649,8 +715,7 @@ static int check_locked(struct md_dynpool *p, const char **why)
 	const struct dp_block *b;
 	const struct dp_chunk *c;
 
-	if (md_rb_check(&p->free_tree, free_cmp, why) ||
-	    md_rb_check(&p->live_tree, live_cmp, why))
+	if (md_rb_check(&p->free_tree, free_cmp, why))
 		return -EUCLEAN;
 	for (r = p->regions; r; r = r->next) {
 		uint64_t at = r->r.dev_va;
@@ -701,8 +766,8 @@ static int check_locked(struct md_dynpool *p, const char **why)
 					*why = "live block size or state";
 					return -EUCLEAN;
 				}
-				if (live_find(p, b->addr) != b) {
-					*why = "live block not in the live tree";
+				if (owned_block(p, &b->sync) != b) {
+					*why = "live block not in the metadata";
 					return -EUCLEAN;
 				}
 			} else {
@@ -725,8 +790,8 @@ static int check_locked(struct md_dynpool *p, const char **why)
 	}
 	for (c = p->chunks; c; c = c->next)
 		total += c->n;
-	if (nfree != p->free_tree.count || nlive != p->live_tree.count) {
-		*why = "tree sizes against the address lists";
+	if (nfree != p->free_tree.count) {
+		*why = "tree size against the address lists";
 		return -EUCLEAN;
 	}
 	if (ncached != p->cached || nfree + nlive + ncached != total) {

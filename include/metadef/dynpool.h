@@ -32,8 +32,8 @@
  * acquired) or RELEASED (its last holder let go) to RECYCLED in one
  * compare-exchange as it goes back to the free tree (-EBUSY while it is
  * held); when
- * its metadata serves a new block, md_block_sync_reuse() makes it
- * ALLOCATED again with the next generation. A double free, a free of a
+ * its metadata serves a new block, it becomes ALLOCATED again with the
+ * next generation (as md_block_sync_reuse() would make it). A double free, a free of a
  * block the pool does not know, or of a block reused since (stale
  * generation) is refused with -EINVAL and counted in bad_frees; a double
  * free whose block is still RECYCLED is also reported through the reuse
@@ -184,7 +184,7 @@ size_t md_dynpool_dump_free(struct md_dynpool *pool,
 			    struct md_dynpool_node *out, size_t max);
 
 /*
- * md_dynpool_check() - validate every internal invariant: both trees
+ * md_dynpool_check() - validate every internal invariant: the free tree
  * (ordering, parent links, root black, no red child of a red node, equal
  * black height on every path, node counts), each region's address list
  * (contiguous, covering the region, no two free neighbours), the counters

@@ -772,6 +772,51 @@ TEST(double_and_unknown_frees_are_refused_and_reported)
 	env_close(&e);
 }
 
+/*
+ * md_dynpool_free() finds the block from the descriptor's sync pointer (no
+ * search by address): a pointer into the metadata that is not a block's
+ * sync, another live block's sync, a free or cached block's are all
+ * refused, and change nothing.
+ */
+TEST(free_checks_the_sync_pointer)
+{
+	struct md_dynpool_config cfg = { .initial = 64 * KiB };
+	struct md_dynblock a, b, c, fake;
+	struct pool_env e;
+	int calls = 0;
+
+	cfg.bad_free = record_bad_free;
+	cfg.bad_free_arg = &calls;
+	ASSERT_EQ(0, env_open(&e, 64, &cfg));
+	ASSERT_EQ(0, md_dynpool_alloc(e.pool, 4096, &a));
+	ASSERT_EQ(0, md_dynpool_alloc(e.pool, 4096, &b));
+	ASSERT_EQ(0, md_dynpool_alloc(e.pool, 4096, &c));
+	/* Inside the metadata, not at a sync. */
+	fake = a;
+	fake.sync = (struct md_block_sync *)((char *)a.sync + 4);
+	EXPECT_EQ(-EINVAL, md_dynpool_free(e.pool, &fake));
+	/* b's metadata with a's address, a's with b's. */
+	fake = a;
+	fake.sync = b.sync;
+	EXPECT_EQ(-EINVAL, md_dynpool_free(e.pool, &fake));
+	fake = b;
+	fake.dev_va = a.dev_va;
+	EXPECT_EQ(-EINVAL, md_dynpool_free(e.pool, &fake));
+	/* b freed and merged into its free right neighbour: cached. */
+	ASSERT_EQ(0, md_dynpool_free(e.pool, &c));
+	ASSERT_EQ(0, md_dynpool_free(e.pool, &b));
+	EXPECT_EQ(-EINVAL, md_dynpool_free(e.pool, &b));
+	EXPECT_EQ(-EINVAL, md_dynpool_free(e.pool, &c));
+	EXPECT_EQ(5, stats(e.pool).bad_frees);
+	EXPECT_EQ(5, calls);
+	EXPECT_EQ(MD_BLOCK_ALLOCATED, md_block_sync_state(a.sync));
+	EXPECT_EQ(0, md_dynpool_check(e.pool, NULL));
+	EXPECT_EQ(0, md_dynpool_free(e.pool, &a));
+	EXPECT_EQ(1, stats(e.pool).free_blocks);
+	EXPECT_EQ(0, md_dynpool_check(e.pool, NULL));
+	env_close(&e);
+}
+
 TEST(reuse_protocol_through_a_blocks_life)
 {
 	struct md_dynpool_config cfg = { .initial = 64 * KiB };
