@@ -73,6 +73,12 @@ HOST_BINS	:= $(HOST_SRCS:selftests/lib/%.c=$(B)/selftests/lib/%)
 HOST_SCRIPTS	:= $(wildcard selftests/lib/*_test.sh)
 HOST_BINS	+= $(HOST_SCRIPTS:selftests/lib/%.sh=$(B)/selftests/lib/%)
 KSFT_HDR	:= $(B)/ksft/kselftest_harness.h
+# ... and every public header compiled as strict C11 and as C++17
+# (selftests/lib/headers_lang.c, one source valid in both languages).
+HOST_BINS	+= $(B)/selftests/lib/headers_c11_test $(B)/selftests/lib/headers_cxx17_test
+CXX		?= g++
+LANG_FLAGS	:= -Wall -Wextra -Werror -pedantic-errors -Iinclude -Iinclude/uapi \
+		   -DMD_VERSION='"$(VERSION)"'
 
 .PHONY: uninstall
 .PHONY: all module lib tools selftests selftests-kmod selftests-host check check-host check-vm \
@@ -166,6 +172,14 @@ $(B)/selftests/lib/%: selftests/lib/%.sh
 $(B)/selftests/lib/%: selftests/lib/%.c $(KSFT_HDR) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_CFLAGS) -Ilib -o $@ $< $(LIB_A)
+
+$(B)/selftests/lib/headers_c11_test: selftests/lib/headers_lang.c $(wildcard include/metadef/*.h) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -std=c11 $(LANG_FLAGS) -o $@ $< $(LIB_A) $(PTHREAD) -lm
+
+$(B)/selftests/lib/headers_cxx17_test: selftests/lib/headers_lang.c $(wildcard include/metadef/*.h) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CXX) $(CFLAGS) $(LDFLAGS) -std=c++17 -x c++ $(LANG_FLAGS) -o $@ $< -x none $(LIB_A) $(PTHREAD) -lm
 
 # The library's threaded parts under ThreadSanitizer: the whole library and
 # the tests that race it, instrumented (the reuse protocol, the pools'

@@ -519,8 +519,9 @@ MD_API int md_dynpool_alloc(struct md_dynpool *p, uint64_t size,
 		free_remove(p, b);
 	}
 	/* RECYCLED -> ALLOCATED, next generation: see the top of the file. */
-	w = atomic_load_explicit(&b->sync.word, memory_order_relaxed);
-	atomic_store_explicit(&b->sync.word, w_reuse(w), memory_order_release);
+	w = atomic_load_explicit(w_word(&b->sync), memory_order_relaxed);
+	atomic_store_explicit(w_word(&b->sync), w_reuse(w),
+			      memory_order_release);
 	b->where = DP_LIVE;
 	b->requested = size;
 
@@ -584,7 +585,7 @@ MD_API int md_dynpool_free(struct md_dynpool *p, const struct md_dynblock *d)
 	 * compare-exchange, so a user acquiring the block at the same moment
 	 * either comes first (-EBUSY here) or finds it recycled.
 	 */
-	w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
+	w = atomic_load_explicit(w_word(&b->sync), memory_order_acquire);
 	for (;;) {
 		if (w_state(w) == MD_BLOCK_ACTIVE) {
 			err = -EBUSY;
@@ -595,7 +596,8 @@ MD_API int md_dynpool_free(struct md_dynpool *p, const struct md_dynblock *d)
 			err = refuse_free(p, d);
 			goto out;
 		}
-		if (atomic_compare_exchange_weak_explicit(&b->sync.word, &w, nw,
+		if (atomic_compare_exchange_weak_explicit(w_word(&b->sync),
+							  &w, nw,
 							  memory_order_acq_rel,
 							  memory_order_acquire))
 			break;

@@ -142,7 +142,7 @@ violate(struct md_pool *pool, enum md_pool_violation_kind kind,
 
 static inline bool cas_w(struct md_pool_block *b, uint64_t *w, uint64_t nw)
 {
-	return atomic_compare_exchange_weak_explicit(&b->sync.word, w, nw,
+	return atomic_compare_exchange_weak_explicit(w_word(&b->sync), w, nw,
 						     memory_order_acq_rel,
 						     memory_order_acquire);
 }
@@ -167,7 +167,8 @@ static INLINE int hand_out(struct md_pool *pool, struct md_pool_block *b,
 			   uint64_t req, const struct md_alloc_opts *opts,
 			   struct md_buf *out)
 {
-	uint64_t w = atomic_load_explicit(&b->sync.word, memory_order_relaxed);
+	uint64_t w = atomic_load_explicit(w_word(&b->sync),
+					  memory_order_relaxed);
 	uint64_t nw;
 
 	/* A snapshot that reads these must see the last free's transition. */
@@ -179,7 +180,7 @@ static INLINE int hand_out(struct md_pool *pool, struct md_pool_block *b,
 	if (unlikely(!nw))
 		return violate(pool, MD_POOL_BAD_TRANSITION, MD_REUSE_REUSE,
 			       NULL, b, w, -EIO);
-	atomic_store_explicit(&b->sync.word, nw, memory_order_release);
+	atomic_store_explicit(w_word(&b->sync), nw, memory_order_release);
 	out->block = b;
 	out->dev_va = b->dev_va;
 	out->cpu = b->cpu;
@@ -196,7 +197,8 @@ static INLINE int hand_out(struct md_pool *pool, struct md_pool_block *b,
 static INLINE int free_cas(struct md_pool *pool, const struct md_buf *buf,
 			   struct md_pool_block *b)
 {
-	uint64_t w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
+	uint64_t w = atomic_load_explicit(w_word(&b->sync),
+					  memory_order_acquire);
 
 	for (;;) {
 		enum md_block_state s = w_state(w);
@@ -227,7 +229,8 @@ static INLINE int free_cas(struct md_pool *pool, const struct md_buf *buf,
 
 bool pool_recycle_released(struct md_pool_block *b)
 {
-	uint64_t w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
+	uint64_t w = atomic_load_explicit(w_word(&b->sync),
+					  memory_order_acquire);
 	uint64_t nw;
 
 	while ((nw = w_recycle(w)))
@@ -252,7 +255,7 @@ MD_API int md_buf_acquire(struct md_pool *pool, const struct md_buf *buf)
 	if (!b)
 		return violate(pool, MD_POOL_BAD_HANDLE, MD_REUSE_ACQUIRE, buf,
 			       NULL, 0, -EINVAL);
-	w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
+	w = atomic_load_explicit(w_word(&b->sync), memory_order_acquire);
 	for (;;) {
 		if (!w)
 			return violate(pool, MD_POOL_BAD_HANDLE,
@@ -278,7 +281,7 @@ MD_API int md_buf_release(struct md_pool *pool, const struct md_buf *buf)
 	if (!b)
 		return violate(pool, MD_POOL_BAD_HANDLE, MD_REUSE_RELEASE, buf,
 			       NULL, 0, -EINVAL);
-	w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
+	w = atomic_load_explicit(w_word(&b->sync), memory_order_acquire);
 	for (;;) {
 		if (!w)
 			return violate(pool, MD_POOL_BAD_HANDLE,
@@ -303,7 +306,7 @@ MD_API int md_buf_state(struct md_pool *pool, const struct md_buf *buf)
 
 	if (!b)
 		return -EINVAL;
-	w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
+	w = atomic_load_explicit(w_word(&b->sync), memory_order_acquire);
 	if (!w)
 		return -EINVAL;
 	if (w_gen(w) != buf->generation || w_state(w) == MD_BLOCK_RECYCLED)

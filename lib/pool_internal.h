@@ -98,7 +98,8 @@ struct blk_rec {
  */
 static inline bool blk_read(const struct md_pool_block *b, struct blk_rec *r)
 {
-	uint64_t w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
+	uint64_t w = atomic_load_explicit(w_word(&b->sync),
+					  memory_order_acquire);
 	uint64_t w2;
 
 	if (!w || w_state(w) == MD_BLOCK_RECYCLED)
@@ -107,7 +108,7 @@ static inline bool blk_read(const struct md_pool_block *b, struct blk_rec *r)
 	r->tag = RLD(((struct md_pool_block *)b)->tag);
 	r->site = RLD(((struct md_pool_block *)b)->site);
 	atomic_thread_fence(memory_order_acquire);
-	w2 = atomic_load_explicit(&b->sync.word, memory_order_relaxed);
+	w2 = atomic_load_explicit(w_word(&b->sync), memory_order_relaxed);
 	if (w_gen(w2) != w_gen(w) || w_state(w2) == MD_BLOCK_RECYCLED)
 		return false;
 	r->dev_va = b->dev_va;
