@@ -194,12 +194,10 @@ static INLINE int hand_out(struct md_pool *pool, struct md_pool_block *b,
  * md_free()'s transition: ALLOCATED (no holder) or RELEASED -> RECYCLED in
  * one compare-exchange, only in the handle's generation.
  */
-static INLINE int free_cas(struct md_pool *pool, const struct md_buf *buf,
-			   struct md_pool_block *b)
+static int __attribute__((noinline))
+free_cas_slow(struct md_pool *pool, const struct md_buf *buf,
+	      struct md_pool_block *b, uint64_t w)
 {
-	uint64_t w = atomic_load_explicit(w_word(&b->sync),
-					  memory_order_acquire);
-
 	for (;;) {
 		enum md_block_state s = w_state(w);
 		uint64_t nw;
@@ -225,6 +223,25 @@ static INLINE int free_cas(struct md_pool *pool, const struct md_buf *buf,
 		return violate(pool, MD_POOL_BAD_HANDLE, MD_REUSE_RECYCLE,
 			       buf, b, w, -EINVAL);
 	}
+}
+
+/*
+ * The common case inline: the handle's block ALLOCATED, never acquired,
+ * in the handle's generation, and no other thread changing it meanwhile:
+ * one compare-exchange from exactly that word. Anything else (RELEASED,
+ * held, refused, a lost race) runs the whole loop out of line.
+ */
+static INLINE int free_cas(struct md_pool *pool, const struct md_buf *buf,
+			   struct md_pool_block *b)
+{
+	uint64_t w = w_pack(MD_BLOCK_ALLOCATED, 0, buf->generation);
+
+	if (likely(atomic_compare_exchange_strong_explicit(
+			w_word(&b->sync), &w,
+			w_pack(MD_BLOCK_RECYCLED, 0, buf->generation),
+			memory_order_acq_rel, memory_order_acquire)))
+		return 0;
+	return free_cas_slow(pool, buf, b, w);
 }
 
 bool pool_recycle_released(struct md_pool_block *b)
