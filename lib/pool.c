@@ -1119,15 +1119,16 @@ static INLINE int slab_alloc(struct md_pool *pool, uint64_t size,
 			     struct md_buf *out)
 {
 	uint64_t u = (size + pool->unit - 1) >> pool->lg_unit;
-	struct slab_class *sc = &pool->cls[cls_index(u)];
+	unsigned int c = cls_index(u);
+	struct slab_class *sc = &pool->cls[c];
 	struct tcache *tc = tcache_get(pool);
 	struct md_pool_block *b;
 	struct tc_cell *cell;
 	uint32_t got;
 	int err;
 
-	if (likely(tc && tc->bins[sc - pool->cls].cap)) {
-		struct tc_bin *bin = &tc->bins[sc - pool->cls];
+	if (likely(tc && tc->bins[c].cap)) {
+		struct tc_bin *bin = &tc->bins[c];
 		uint32_t n = RLD(bin->n);
 
 		if (unlikely(!n)) {
