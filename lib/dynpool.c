@@ -6,9 +6,15 @@
  * Every block, free or live, is a struct dp_block in host memory (never in
  * the device memory it describes). A block is in exactly one of:
  *
- *   the free tree  red-black tree by (size, address): best fit is the
- *                  lower bound of (need, 0); the largest free block is the
- *                  rightmost node;
+ *   a bin          free, smaller than DP_BINS x align: the red-black tree
+ *                  by address of the blocks of that exact size (usually
+ *                  a node or two), a bit in bin_map while not empty;
+ *   the free tree  free, larger: red-black tree by (size, address);
+ *                  best fit is the first non-empty bin from the request's
+ *                  size up (its lowest address: a bitmap scan and a short
+ *                  walk, no comparison of sizes), else the tree's lower
+ *                  bound of (need, 0); the largest free block is the
+ *                  tree's rightmost node, else the last bin's;
  *   live           handed out: md_dynpool_free() finds the block from the
  *                  descriptor's sync pointer (which metadata chunk it lies
  *                  in, checked, never dereferenced before), then checks
@@ -19,8 +25,8 @@
  *                  the md_block_sync pointers handed out stay valid).
  *
  * Each region also links its blocks in address order (prev/next), so a
- * freed block finds its neighbours in O(1). A block whose key changes in a
- * way that keeps its place in the tree's order (what a split leaves takes
+ * freed block finds its neighbours in O(1). A block in the tree whose key
+ * changes in a way that keeps its place in the tree's order (what a split leaves takes
  * the split block's node, a coalesced block its neighbour's or its own)
  * stays in its node: no search and no rebalancing; otherwise it is
  * removed and inserted again. Free and cached blocks are RECYCLED; a block
@@ -80,6 +86,7 @@ struct dp_chunk {
 
 #define CHUNK_MIN	64
 #define CHUNK_MAX	65536
+#define DP_BINS		1024	/* free blocks below 1024 x align: bins */
 
 struct md_dynpool {
 	struct md_device *dev;
@@ -92,13 +99,16 @@ struct md_dynpool {
 	void (*bad_free)(const struct md_dynblock *b, void *arg);
 	void *bad_free_arg;
 
-	struct md_rb_tree free_tree;
+	struct md_rb_tree free_tree;	/* free blocks past the bins */
 	struct dp_region *regions;
 	struct dp_chunk *chunks;
 	size_t next_chunk;
 	struct dp_block *cache;
 	size_t cached;
+	size_t nfree;			/* free blocks, bins and tree */
 	struct md_dynpool_stats st;
+	uint64_t bin_map[DP_BINS / 64];
+	struct md_rb_tree bin[DP_BINS];	/* [k]: free blocks of k x align */
 };
 
 static inline struct dp_block *to_block(const struct md_rb_node *n)
@@ -113,6 +123,13 @@ static int free_cmp(const struct md_rb_node *a, const struct md_rb_node *b)
 
 	if (x->size != y->size)
 		return x->size < y->size ? -1 : 1;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int addr_cmp(const struct md_rb_node *a, const struct md_rb_node *b)
+{
+	const struct dp_block *x = to_block(a), *y = to_block(b);
+
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
@@ -137,11 +154,53 @@ static inline struct md_rb_node **child(struct md_rb_node *n, int right)
 				      (size_t)right * step);
 }
 
+/*
+ * Free blocks of DP_BINS - 1 aligned sizes or fewer sit in the bin of
+ * their size (a red-black tree by address, usually of a node or two; a bit
+ * in bin_map says it is not empty); larger ones in the free tree by
+ * (size, address). Together they are the free tree of dynpool.h: best fit
+ * is the first non-empty bin from the request's size up (its lowest
+ * address), else the tree's lower bound.
+ */
+static inline bool small_size(const struct md_dynpool *p, uint64_t size)
+{
+	return size / p->align < DP_BINS;
+}
+
+static inline struct md_rb_tree *bin_of(struct md_dynpool *p, uint64_t size)
+{
+	return &p->bin[size / p->align];
+}
+
+/* The first non-empty bin at or above @k, or -1. */
+static long bin_next(const struct md_dynpool *p, uint64_t k)
+{
+	uint64_t i = k / 64, m;
+
+	if (k >= DP_BINS)
+		return -1;
+	m = p->bin_map[i] & (~0ull << (k % 64));
+	while (!m) {
+		if (++i == DP_BINS / 64)
+			return -1;
+		m = p->bin_map[i];
+	}
+	return (long)(i * 64 + (uint64_t)__builtin_ctzll(m));
+}
+
 /* The smallest free block of at least @need bytes, lowest address first. */
 static struct dp_block *best_fit(struct md_dynpool *p, uint64_t need)
 {
 	struct md_rb_node *n = p->free_tree.root, *best = NULL;
 
+	if (small_size(p, need)) {
+		long k = bin_next(p, need / p->align);
+
+		if (k >= 0)
+			return to_block(md_rb_first(p->bin[k].root));
+		/* Every block in the tree is larger: its first fits. */
+		return to_block(md_rb_first(n));
+	}
 	while (n) {
 		int fits = to_block(n)->size >= need;
 		uintptr_t m = -(uintptr_t)fits;	/* all ones if it fits */
@@ -153,28 +212,54 @@ static struct dp_block *best_fit(struct md_dynpool *p, uint64_t need)
 	return to_block(best);
 }
 
-/* Into the free tree: the search inline (free_cmp's order), no call a level. */
+/*
+ * Into its bin or the free tree: the search inline (by address in a bin,
+ * free_cmp's order in the tree), with no call a level.
+ */
 static void free_insert(struct md_dynpool *p, struct dp_block *b)
 {
-	struct md_rb_node **link = &p->free_tree.root, *parent = NULL;
+	struct md_rb_node **link, *parent = NULL;
 	uint64_t size = b->size, addr = b->addr;
+	struct md_rb_tree *t;
 
-	while (*link) {
-		const struct dp_block *o = to_block(*link);
-		int right = (size > o->size) | ((size == o->size) &
-						(addr >= o->addr));
+	if (small_size(p, size)) {
+		uint64_t k = size / p->align;
 
-		parent = *link;
-		link = child(parent, right);
+		t = &p->bin[k];
+		p->bin_map[k / 64] |= 1ull << (k % 64);
+		for (link = &t->root; *link; link = child(parent, addr >=
+					to_block(parent)->addr))
+			parent = *link;
+	} else {
+		t = &p->free_tree;
+		link = &t->root;
+		while (*link) {
+			const struct dp_block *o = to_block(*link);
+			int right = (size > o->size) |
+				    ((size == o->size) & (addr >= o->addr));
+
+			parent = *link;
+			link = child(parent, right);
+		}
 	}
 	b->where = DP_FREE;
-	md_rb_link(&p->free_tree, &b->rb, parent, link);
+	md_rb_link(t, &b->rb, parent, link);
+	p->nfree++;
 	p->st.free_bytes += b->size;
 }
 
 static void free_remove(struct md_dynpool *p, struct dp_block *b)
 {
-	md_rb_erase(&p->free_tree, &b->rb);
+	if (small_size(p, b->size)) {
+		uint64_t k = b->size / p->align;
+
+		md_rb_erase(&p->bin[k], &b->rb);
+		if (!p->bin[k].root)
+			p->bin_map[k / 64] &= ~(1ull << (k % 64));
+	} else {
+		md_rb_erase(&p->free_tree, &b->rb);
+	}
+	p->nfree--;
 	p->st.free_bytes -= b->size;
 }
 
@@ -185,40 +270,64 @@ static inline bool key_less(const struct dp_block *a, const struct dp_block *b)
 }
 
 /*
- * @n, not in the tree, takes the place of @old, which leaves it: in
- * @old's node when @n's key sorts between @old's neighbours (no search, no
- * rebalancing: what a split leaves and what a coalesced block becomes
- * usually does), else by a removal and an insertion.
+ * @n, not free yet, takes the place of @old, which leaves: in @old's node
+ * when both are larger than the bins and @n's key sorts between @old's
+ * neighbours (no search, no rebalancing: what a split leaves and what a
+ * coalesced block becomes often does), else by a removal and an insertion.
  */
 static void free_take_place(struct md_dynpool *p, struct dp_block *old,
 			    struct dp_block *n)
 {
-	struct dp_block *lo = to_block(md_rb_prev(&old->rb));
-	struct dp_block *hi = to_block(md_rb_next(&old->rb));
+	struct dp_block *lo, *hi;
 
-	if ((lo && !key_less(lo, n)) || (hi && !key_less(n, hi))) {
-		free_remove(p, old);
-		free_insert(p, n);
-		return;
-	}
+	if (small_size(p, old->size) || small_size(p, n->size))
+		goto move;
+	lo = to_block(md_rb_prev(&old->rb));
+	hi = to_block(md_rb_next(&old->rb));
+	if ((lo && !key_less(lo, n)) || (hi && !key_less(n, hi)))
+		goto move;
 	md_rb_replace(&p->free_tree, &old->rb, &n->rb);
 	n->where = DP_FREE;
 	p->st.free_bytes += n->size - old->size;
+	return;
+move:
+	free_remove(p, old);
+	free_insert(p, n);
 }
 
-/* Free block @b, in the tree, grows to @size (same address). */
+/* Free block @b grows to @size (same address). */
 static void free_grow(struct md_dynpool *p, struct dp_block *b, uint64_t size)
 {
-	struct dp_block *hi = to_block(md_rb_next(&b->rb));
+	struct dp_block *hi;
 
-	if (hi && (size > hi->size || (size == hi->size && b->addr > hi->addr))) {
-		free_remove(p, b);
-		b->size = size;
-		free_insert(p, b);
-		return;
-	}
+	if (small_size(p, b->size))
+		goto move;
+	hi = to_block(md_rb_next(&b->rb));
+	if (hi && (size > hi->size ||
+		   (size == hi->size && b->addr > hi->addr)))
+		goto move;
 	p->st.free_bytes += size - b->size;
 	b->size = size;
+	return;
+move:
+	free_remove(p, b);
+	b->size = size;
+	free_insert(p, b);
+}
+
+/* The largest free block, or NULL. */
+static struct dp_block *largest_free(struct md_dynpool *p)
+{
+	long i;
+
+	if (p->free_tree.root)
+		return to_block(md_rb_last(p->free_tree.root));
+	for (i = DP_BINS / 64 - 1; i >= 0; i--)
+		if (p->bin_map[i])
+			return to_block(md_rb_first(
+				p->bin[i * 64 + 63 -
+				       __builtin_clzll(p->bin_map[i])].root));
+	return NULL;
 }
 
 /* Metadata for at least @n more blocks in the cache, or -ENOMEM. */
@@ -661,36 +770,64 @@ MD_API void md_dynpool_stats(struct md_dynpool *p, struct md_dynpool_stats *st)
 
 	pthread_mutex_lock(&p->lock);
 	*st = p->st;
-	last = to_block(md_rb_last(p->free_tree.root));
-	st->free_blocks = p->free_tree.count;
+	last = largest_free(p);
+	st->free_blocks = p->nfree;
 	st->largest_free = last ? last->size : 0;
 	st->fragmentation = st->free_bytes ?
 		1.0 - (double)st->largest_free / (double)st->free_bytes : 0.0;
 	pthread_mutex_unlock(&p->lock);
 }
 
-static int32_t dump(const struct md_rb_node *n, struct md_dynpool_node *out,
-		    size_t max, size_t *i)
-{
-	const struct dp_block *b = to_block(n);
-	size_t me;
-	int32_t l;
+/* The free blocks in (size, address) order: the bins, then the tree. */
+struct free_walk {
+	struct md_dynpool *p;
+	long k;				/* bin, DP_BINS: the tree */
+	const struct md_rb_node *n;
+};
 
-	if (!n)
-		return -1;
-	me = (*i)++;
-	l = dump(n->left, out, max, i);
-	if (me < max) {
-		out[me].dev_va = b->addr;
-		out[me].size = b->size;
-		out[me].red = n->red;
-		out[me].pad = 0;
-		out[me].left = l;
+static const struct dp_block *walk_next(struct free_walk *w)
+{
+	const struct dp_block *b;
+
+	while (!w->n) {
+		if (w->k == DP_BINS)
+			return NULL;
+		w->k = bin_next(w->p, (uint64_t)w->k + 1);
+		if (w->k < 0)
+			w->k = DP_BINS;
+		w->n = md_rb_first(w->k == DP_BINS ? w->p->free_tree.root :
+				   w->p->bin[w->k].root);
+		if (w->k == DP_BINS && !w->n)
+			return NULL;
 	}
-	l = dump(n->right, out, max, i);
-	if (me < max)
-		out[me].right = l;
-	return (int32_t)me;
+	b = to_block(w->n);
+	w->n = md_rb_next(w->n);
+	return b;
+}
+
+/*
+ * The next @size blocks of @w as a balanced search tree in pre-order from
+ * out[@at]: the middle one at the root, built in order (the left subtree
+ * first) so that the blocks are read once, in sequence. The nodes at the
+ * deepest level @red are red, the others black: a valid red-black tree.
+ */
+static int32_t dump(struct free_walk *w, struct md_dynpool_node *out,
+		    size_t at, size_t size, unsigned int depth, unsigned int red)
+{
+	size_t left = size / 2;
+	const struct dp_block *b;
+
+	if (!size)
+		return -1;
+	out[at].left = dump(w, out, at + 1, left, depth + 1, red);
+	b = walk_next(w);
+	out[at].dev_va = b->addr;
+	out[at].size = b->size;
+	out[at].red = depth == red && depth;
+	out[at].pad = 0;
+	out[at].right = dump(w, out, at + 1 + left, size - 1 - left,
+			     depth + 1, red);
+	return (int32_t)at;
 }
 
 MD_API size_t md_dynpool_dump_free(struct md_dynpool *p,
@@ -699,14 +836,51 @@ MD_API size_t md_dynpool_dump_free(struct md_dynpool *p,
 	size_t n;
 
 	pthread_mutex_lock(&p->lock);
-	n = p->free_tree.count;
-	if (n <= max) {
-		size_t i = 0;
+	n = p->nfree;
+	if (n && n <= max) {
+		struct free_walk w = { p, -1, NULL };
 
-		dump(p->free_tree.root, out, max, &i);
+		dump(&w, out, 0, n, 0, 63 - __builtin_clzll(n));
 	}
 	pthread_mutex_unlock(&p->lock);
 	return n;
+}
+
+/*
+ * The bins: each a valid tree by address of blocks of exactly its size,
+ * marked in bin_map iff not empty; the tree: only larger blocks.
+ */
+static int check_bins(struct md_dynpool *p, const char **why)
+{
+	const struct md_rb_node *n;
+	size_t k, count = p->free_tree.count;
+
+	for (k = 0; k < DP_BINS; k++) {
+		bool mark = p->bin_map[k / 64] >> (k % 64) & 1;
+
+		if (mark != !!p->bin[k].root) {
+			*why = "bin map against the bins";
+			return -1;
+		}
+		if (md_rb_check(&p->bin[k], addr_cmp, why))
+			return -1;
+		for (n = md_rb_first(p->bin[k].root); n; n = md_rb_next(n))
+			if (to_block(n)->size != k * p->align) {
+				*why = "block in the bin of another size";
+				return -1;
+			}
+		count += p->bin[k].count;
+	}
+	n = md_rb_first(p->free_tree.root);
+	if (n && small_size(p, to_block(n)->size)) {
+		*why = "block of a bin's size in the tree";
+		return -1;
+	}
+	if (count != p->nfree) {
+		*why = "free block count";
+		return -1;
+	}
+	return 0;
 }
 
 static int check_locked(struct md_dynpool *p, const char **why)
@@ -717,7 +891,7 @@ static int check_locked(struct md_dynpool *p, const char **why)
 	const struct dp_block *b;
 	const struct dp_chunk *c;
 
-	if (md_rb_check(&p->free_tree, free_cmp, why))
+	if (md_rb_check(&p->free_tree, free_cmp, why) || check_bins(p, why))
 		return -EUCLEAN;
 	for (r = p->regions; r; r = r->next) {
 		uint64_t at = r->r.dev_va;
@@ -792,7 +966,7 @@ static int check_locked(struct md_dynpool *p, const char **why)
 	}
 	for (c = p->chunks; c; c = c->next)
 		total += c->n;
-	if (nfree != p->free_tree.count) {
+	if (nfree != p->nfree) {
 		*why = "tree size against the address lists";
 		return -EUCLEAN;
 	}

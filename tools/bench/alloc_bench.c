@@ -678,8 +678,9 @@ int main(int argc, char **argv)
 	printf("  md pool: libmetadef tiered pool on the %s backend, alignment "
 	       "%" PRIu64 "; 'no tcache': the same without per-thread caches\n",
 	       md_device_backend(dev), md_pool_align(pools[A_MD]));
-	printf("  md dynamic pool: one growing reservation, best fit from a "
-	       "red-black tree, coalescing (dynpool.h), one mutex\n");
+	printf("  md dynamic pool: one growing reservation, best fit from "
+	       "size bins and a red-black tree, coalescing (dynpool.h), "
+	       "one mutex\n");
 	for (a = A_JE; a <= A_MI; a++)
 		if (!peers[a].ok)
 			printf("  %s: not measured (%s; tools/deps.sh bench "
