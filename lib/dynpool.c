@@ -167,11 +167,6 @@ static inline bool small_size(const struct md_dynpool *p, uint64_t size)
 	return size / p->align < DP_BINS;
 }
 
-static inline struct md_rb_tree *bin_of(struct md_dynpool *p, uint64_t size)
-{
-	return &p->bin[size / p->align];
-}
-
 /* The first non-empty bin at or above @k, or -1. */
 static long bin_next(const struct md_dynpool *p, uint64_t k)
 {
