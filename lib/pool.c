@@ -817,13 +817,22 @@ static void slabs_release_empty(struct md_pool *pool, struct slab_class *sc,
 	}
 }
 
-void pool_slab_clean(struct md_pool *pool, bool recycle,
-		     struct md_cleaner_report *rep)
+static void flush_own(struct md_pool *pool);
+
+/*
+ * The slab tier's clean: this thread's cache back to the slabs (other
+ * threads flush theirs at their next call), RELEASED blocks recycled (with
+ * @recycle), empty slabs back to their regions, empty regions to the
+ * device.
+ */
+static void slab_clean(struct md_pool *pool, bool recycle,
+		       struct md_cleaner_report *rep)
 {
 	struct tc_cell *cell = NULL;
 	bool locked = false;
 	uint32_t c, i, j;
 
+	flush_own(pool);
 	if (recycle)
 		cell = pool_cell_get(pool, &locked);
 	for (c = 0; c < pool->nclasses; c++) {
@@ -855,7 +864,7 @@ void pool_slab_clean(struct md_pool *pool, bool recycle,
 	sregions_release_empty(pool, rep);
 }
 
-int pool_slab_walk(struct md_pool *pool, blk_fn fn, void *arg)
+static int slab_walk(struct md_pool *pool, blk_fn fn, void *arg)
 {
 	struct blk_rec r;
 	uint32_t c, i, j;
@@ -878,7 +887,7 @@ int pool_slab_walk(struct md_pool *pool, blk_fn fn, void *arg)
  * The slab tier's largest free extent: the largest class with a free slot
  * (on a slab or in a thread's cache) or the largest uncarved span.
  */
-uint64_t pool_slab_largest_free(struct md_pool *pool)
+static uint64_t slab_largest_free(struct md_pool *pool)
 {
 	uint64_t best = 0;
 	struct sregion *sr;
@@ -912,6 +921,31 @@ uint64_t pool_slab_largest_free(struct md_pool *pool)
 	}
 	pthread_mutex_unlock(&md_pool_reg_lock);
 	return best;
+}
+
+/* The slab tier's alloc: one block of @size's class, from its slabs. */
+static int slab_take(struct md_pool *pool, uint64_t size,
+		     struct md_pool_block **out)
+{
+	struct slab_class *sc = &pool->cls[cls_index((size + pool->unit - 1) >>
+						     pool->lg_unit)];
+	uint32_t got;
+	int err;
+
+	pthread_mutex_lock(&sc->lock);
+	err = central_take(pool, sc, out, 1, &got);
+	pthread_mutex_unlock(&sc->lock);
+	return err;
+}
+
+/* The slab tier's free: the block back on its slab. */
+static void slab_put(struct md_pool *pool, struct md_pool_block *b)
+{
+	struct slab_class *sc = &pool->cls[b->cls];
+
+	pthread_mutex_lock(&sc->lock);
+	central_put(sc, &b, 1);
+	pthread_mutex_unlock(&sc->lock);
 }
 
 /* ------------------------------------------------------------ thread caches */
@@ -1058,7 +1092,7 @@ static INLINE struct tcache *tcache_get(struct md_pool *pool)
 	return tcache_slow(pool);
 }
 
-void pool_flush_own(struct md_pool *pool)
+static void flush_own(struct md_pool *pool)
 {
 	struct tcache *tc;
 
@@ -1124,7 +1158,6 @@ static INLINE int slab_alloc(struct md_pool *pool, uint64_t size,
 	struct tcache *tc = tcache_get(pool);
 	struct md_pool_block *b;
 	struct tc_cell *cell;
-	uint32_t got;
 	int err;
 
 	if (likely(tc && tc->bins[c].cap)) {
@@ -1140,9 +1173,7 @@ static INLINE int slab_alloc(struct md_pool *pool, uint64_t size,
 		b = bin->items[--n];
 		RST(bin->n, n);
 	} else {
-		pthread_mutex_lock(&sc->lock);
-		err = central_take(pool, sc, &b, 1, &got);
-		pthread_mutex_unlock(&sc->lock);
+		err = slab_take(pool, size, &b);
 		if (err)
 			return err;
 	}
@@ -1165,7 +1196,6 @@ static INLINE void slab_free(struct md_pool *pool, struct md_pool_block *b,
 			     uint64_t req)
 {
 	struct tcache *tc = tcache_get(pool);
-	struct slab_class *sc;
 	struct tc_cell *cell;
 	bool locked;
 
@@ -1182,10 +1212,7 @@ static INLINE void slab_free(struct md_pool *pool, struct md_pool_block *b,
 		count_free(pool, &tc->cell, MD_TIER_SLAB, b->size, req);
 		return;
 	}
-	sc = &pool->cls[b->cls];
-	pthread_mutex_lock(&sc->lock);
-	central_put(sc, &b, 1);
-	pthread_mutex_unlock(&sc->lock);
+	slab_put(pool, b);
 	if (likely(tc)) {
 		count_free(pool, &tc->cell, MD_TIER_SLAB, b->size, req);
 		return;
@@ -1197,6 +1224,7 @@ static INLINE void slab_free(struct md_pool *pool, struct md_pool_block *b,
 
 /* ------------------------------------------------------------ the API */
 
+/* A buddy or large block: the tier's memory, handed out and counted here. */
 static int xtier_alloc(struct md_pool *pool, uint64_t size,
 		       const struct md_alloc_opts *opts, struct md_buf *out)
 {
@@ -1206,10 +1234,7 @@ static int xtier_alloc(struct md_pool *pool, uint64_t size,
 	bool locked;
 	int err;
 
-	if (tier == MD_TIER_BUDDY)
-		err = pool_buddy_alloc(pool, size, &b);
-	else
-		err = pool_large_alloc(pool, size, &b);
+	err = pool->tiers[tier]->alloc(pool, size, &b);
 	if (err)
 		return err;
 	err = hand_out(pool, b, size, opts, out);
@@ -1321,10 +1346,7 @@ MD_API int md_free(struct md_pool *pool, const struct md_buf *buf)
 		return 0;
 	}
 	size = b->size;
-	if (b->tier == MD_TIER_BUDDY)
-		pool_buddy_free(pool, b);
-	else
-		pool_large_free(pool, b);
+	pool->tiers[b->tier]->free(pool, b);
 	cell = pool_cell_get(pool, &locked);
 	count_free(pool, cell, b->tier, size, req);
 	pool_cell_put(pool, locked);
@@ -1385,6 +1407,9 @@ MD_API int md_pool_create(struct md_device *dev,
 	pool->handler = cfg ? cfg->handler : NULL;
 	pool->handler_arg = cfg ? cfg->handler_arg : NULL;
 	pool->dev = dev;
+	pool->tiers[MD_TIER_SLAB] = &pool_slab_ops;
+	pool->tiers[MD_TIER_BUDDY] = &pool_buddy_ops;
+	pool->tiers[MD_TIER_LARGE] = &pool_large_ops;
 	pthread_mutex_init(&pool->orphan_lock, NULL);
 	pthread_mutex_init(&pool->region_lock, NULL);
 	pthread_mutex_init(&pool->sr_lock, NULL);
@@ -1425,31 +1450,10 @@ static void slab_host_free(struct slab *s)
 	free(s);
 }
 
-MD_API void md_pool_destroy(struct md_pool *pool)
+static void slab_destroy(struct md_pool *pool)
 {
-	struct md_pool **pp;
 	struct sregion *sr;
-	struct tcache *tc;
 	uint32_t c, i;
-
-	if (!pool)
-		return;
-	pthread_mutex_lock(&md_pool_list_lock);
-	for (pp = &md_pool_list; *pp; pp = &(*pp)->next) {
-		if (*pp == pool) {
-			*pp = pool->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&md_pool_list_lock);
-
-	/* Other threads free their caches of it when they next look. */
-	pthread_mutex_lock(&md_pool_reg_lock);
-	for (tc = pool->tcaches; tc; tc = tc->pnext)
-		atomic_store(&tc->pool, NULL);
-	pool->tcaches = NULL;
-	tc_prune();
-	pthread_mutex_unlock(&md_pool_reg_lock);
 
 	for (c = 0; c < pool->nclasses; c++) {
 		struct slab_class *sc = &pool->cls[c];
@@ -1470,14 +1474,48 @@ MD_API void md_pool_destroy(struct md_pool *pool)
 		mbuddy_fini(&sr->mb);
 		free(sr);
 	}
-	pool_xtier_destroy(pool, &pool->buddy);
-	pool_xtier_destroy(pool, &pool->large);
+	pthread_mutex_destroy(&pool->sr_lock);
+}
+
+const struct pool_tier_ops pool_slab_ops = {
+	.alloc = slab_take,
+	.free = slab_put,
+	.walk = slab_walk,
+	.clean = slab_clean,
+	.largest_free = slab_largest_free,
+	.destroy = slab_destroy,
+};
+
+MD_API void md_pool_destroy(struct md_pool *pool)
+{
+	struct md_pool **pp;
+	struct tcache *tc;
+	int t;
+
+	if (!pool)
+		return;
+	pthread_mutex_lock(&md_pool_list_lock);
+	for (pp = &md_pool_list; *pp; pp = &(*pp)->next) {
+		if (*pp == pool) {
+			*pp = pool->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&md_pool_list_lock);
+
+	/* Other threads free their caches of it when they next look. */
+	pthread_mutex_lock(&md_pool_reg_lock);
+	for (tc = pool->tcaches; tc; tc = tc->pnext)
+		atomic_store(&tc->pool, NULL);
+	pool->tcaches = NULL;
+	tc_prune();
+	pthread_mutex_unlock(&md_pool_reg_lock);
+
+	for (t = 0; t < MD_TIER_COUNT; t++)
+		pool->tiers[t]->destroy(pool);
 	pthread_mutex_destroy(&pool->orphan_lock);
 	pthread_mutex_destroy(&pool->region_lock);
-	pthread_mutex_destroy(&pool->sr_lock);
 	pthread_mutex_destroy(&pool->oom_lock);
-	pthread_mutex_destroy(&pool->buddy.lock);
-	pthread_mutex_destroy(&pool->large.lock);
 	free(pool);
 }
 

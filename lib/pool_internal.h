@@ -4,11 +4,15 @@
  * lib/runtime.md describes the design.
  *
  *   pool.c        creation, the reuse transitions, stats cells, regions,
- *                 thread caches, the slab tier, the API entry points
- *   pool_xtier.c  the buddy and large tiers
+ *                 thread caches, the slab tier (pool_slab_ops), the API
+ *                 entry points
+ *   pool_xtier.c  the buddy and large tiers (pool_buddy_ops,
+ *                 pool_large_ops)
  *   pool_buddy.c  the binary buddy both the slab regions and the buddy
  *                 tier use
- *   pool_stats.c  stats, OOM reports, snapshots, the cleaner
+ *   pool_stats.c  stats, OOM reports, snapshots, the cleaner: through
+ *                 pool->tiers[] (struct pool_tier_ops), never a tier's
+ *                 own functions
  */
 #ifndef METADEF_POOL_INTERNAL_H
 #define METADEF_POOL_INTERNAL_H
@@ -268,8 +272,46 @@ struct md_pool {
 	bool has_oom;
 	struct md_oom_info last_oom;
 
+	const struct pool_tier_ops *tiers[MD_TIER_COUNT];
+
 	struct slab_class cls[];
 };
+
+/*
+ * One tier behind one interface. The API (pool.c) hands blocks out and
+ * recycles them (the reuse protocol, the counters) the same way for every
+ * tier and asks the tier only for memory; stats, snapshots and the cleaner
+ * (pool_stats.c) go through pool->tiers[] and know nothing of any tier.
+ * The slab tier's thread caches sit in front of its alloc and free: the
+ * fast path (pool.c) pops and pushes them directly, and falls back to the
+ * table without a cache.
+ */
+struct pool_tier_ops {
+	/*
+	 * A descriptor with memory for @size bytes, RECYCLED or never used,
+	 * off every free list; the caller hands it out.
+	 */
+	int (*alloc)(struct md_pool *pool, uint64_t size,
+		     struct md_pool_block **out);
+	/* A descriptor the caller just recycled: back on a free list. */
+	void (*free)(struct md_pool *pool, struct md_pool_block *b);
+	/* @fn on every live block (ALLOCATED, ACTIVE, RELEASED). */
+	int (*walk)(struct md_pool *pool, blk_fn fn, void *arg);
+	/*
+	 * What the tier caches goes back to the device: free memory, empty
+	 * regions, this thread's cached blocks; with @recycle, first
+	 * RELEASED blocks nobody freed (RECYCLED, counted as freed).
+	 */
+	void (*clean)(struct md_pool *pool, bool recycle,
+		      struct md_cleaner_report *rep);
+	/* The largest free extent (lib/runtime.md, Stats). */
+	uint64_t (*largest_free)(struct md_pool *pool);
+	/* Every region back to the device, every descriptor freed. */
+	void (*destroy)(struct md_pool *pool);
+};
+
+extern const struct pool_tier_ops pool_slab_ops, pool_buddy_ops,
+	pool_large_ops;
 
 /* The thread caches' registry and the list of pools. */
 extern pthread_mutex_t md_pool_reg_lock;
@@ -289,29 +331,10 @@ void pool_count_free(struct md_pool *pool, struct tc_cell *c,
 		     enum md_pool_tier tier, uint64_t size, uint64_t req);
 /* RELEASED -> RECYCLED for the cleaner: true if this call did it. */
 bool pool_recycle_released(struct md_pool_block *b);
-void pool_flush_own(struct md_pool *pool);
-void pool_slab_clean(struct md_pool *pool, bool recycle,
-		     struct md_cleaner_report *rep);
-int pool_slab_walk(struct md_pool *pool, blk_fn fn, void *arg);
-uint64_t pool_slab_largest_free(struct md_pool *pool);
 void pool_sum_cells(struct md_pool *pool, struct tc_cell *sum,
 		    int64_t *peak_b, int64_t *peak_c);
 
-/* pool_xtier.c */
-int pool_buddy_alloc(struct md_pool *pool, uint64_t size,
-		     struct md_pool_block **out);
-void pool_buddy_free(struct md_pool *pool, struct md_pool_block *b);
-int pool_large_alloc(struct md_pool *pool, uint64_t size,
-		     struct md_pool_block **out);
-void pool_large_free(struct md_pool *pool, struct md_pool_block *b);
-void pool_xtier_clean(struct md_pool *pool, struct xtier *t,
-		      enum md_pool_tier tier, bool recycle,
-		      struct md_cleaner_report *rep);
-int pool_xtier_walk(struct md_pool *pool, struct xtier *t, blk_fn fn,
-		    void *arg);
-uint64_t pool_xtier_largest_free(struct md_pool *pool, struct xtier *t,
-				 enum md_pool_tier tier);
-void pool_xtier_destroy(struct md_pool *pool, struct xtier *t);
+/* pool_xtier.c: pool_buddy_ops, pool_large_ops */
 
 /* pool_stats.c */
 void pool_oom_fill(struct md_pool *pool, enum md_pool_tier tier,
