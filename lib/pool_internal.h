@@ -3,16 +3,22 @@
  * Tiered pools (include/metadef/pool.h): what the pool's files share.
  * lib/runtime.md describes the design.
  *
- *   pool.c        creation, the reuse transitions, stats cells, regions,
- *                 thread caches, the slab tier (pool_slab_ops), the API
- *                 entry points
+ *   pool.c        the API's entry points, creation, the reuse transitions,
+ *                 the slab tier (pool_slab_ops) and its thread caches'
+ *                 bins
  *   pool_xtier.c  the buddy and large tiers (pool_buddy_ops,
  *                 pool_large_ops)
- *   pool_buddy.c  the binary buddy both the slab regions and the buddy
- *                 tier use
  *   pool_stats.c  stats, OOM reports, snapshots, the cleaner: through
  *                 pool->tiers[] (struct pool_tier_ops), never a tier's
  *                 own functions
+ *   pool_core.c   what they share: the list of pools, names, regions, the
+ *                 stats cells, the thread-cache registry
+ *   pool_buddy.c  the binary buddy both the slab regions and the buddy
+ *                 tier use
+ *
+ * Calls go one way: pool.c -> pool_stats.c, pool_xtier.c -> pool_core.c,
+ * pool_buddy.c; pool_core.c and pool_buddy.c call none of the others (a
+ * thread's cached blocks go back through pool->tiers[]).
  */
 #ifndef METADEF_POOL_INTERNAL_H
 #define METADEF_POOL_INTERNAL_H
@@ -28,6 +34,11 @@
 
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
+
+#define POOL_INLINE	inline __attribute__((always_inline))
+#define TLS_IE		__attribute__((tls_model("initial-exec")))
+/* Thread-local slab figures are published past this many bytes. */
+#define PUBLISH_BYTES	(1ll << 20)
 
 #define RLD(x)		atomic_load_explicit(&(x), memory_order_relaxed)
 #define RST(x, v)	atomic_store_explicit(&(x), (v), memory_order_relaxed)
@@ -308,6 +319,8 @@ struct pool_tier_ops {
 	uint64_t (*largest_free)(struct md_pool *pool);
 	/* Every region back to the device, every descriptor freed. */
 	void (*destroy)(struct md_pool *pool);
+	/* A thread's cached blocks back to the tier (NULL: no cache). */
+	void (*cache_flush)(struct md_pool *pool, struct tcache *tc);
 };
 
 extern const struct pool_tier_ops pool_slab_ops, pool_buddy_ops,
@@ -320,7 +333,7 @@ extern struct md_pool *md_pool_list;
 /* Set when the pool's limit (not the backend) refused a region. */
 extern __thread bool md_pool_limit_hit;
 
-/* pool.c */
+/* pool_core.c */
 int pool_region_get(struct md_pool *pool, enum md_pool_tier tier,
 		    uint64_t want, uint64_t min, struct md_region *r);
 void pool_region_put(struct md_pool *pool, enum md_pool_tier tier,
@@ -333,6 +346,93 @@ void pool_count_free(struct md_pool *pool, struct tc_cell *c,
 bool pool_recycle_released(struct md_pool_block *b);
 void pool_sum_cells(struct md_pool *pool, struct tc_cell *sum,
 		    int64_t *peak_b, int64_t *peak_c);
+void pool_publish(struct md_pool *pool, enum md_pool_tier tier, int64_t db,
+		  int64_t maxb, int64_t dc, int64_t maxc);
+void pool_publish_pending(struct md_pool *pool, struct tc_cell *c);
+struct tcache *pool_tcache_slow(struct md_pool *pool);
+void pool_tcache_flush(struct md_pool *pool, struct tcache *tc);
+void pool_caches_detach(struct md_pool *pool);
+/* This thread's cache last used (pool_core.c). */
+extern __thread struct tcache *pool_tls_last TLS_IE;
+
+static inline bool cas_w(struct md_pool_block *b, uint64_t *w, uint64_t nw)
+{
+	return atomic_compare_exchange_weak_explicit(w_word(&b->sync), w, nw,
+						     memory_order_acq_rel,
+						     memory_order_acquire);
+}
+
+/*
+ * This thread's cache (and stats cell) for @pool: one thread-local pointer
+ * compared with the pool's id; a moved epoch (the cleaner, an OOM) makes
+ * it give its cached blocks back first. NULL without memory for one.
+ */
+static POOL_INLINE struct tcache *tcache_get(struct md_pool *pool)
+{
+	struct tcache *tc = pool_tls_last;
+
+	if (likely(tc && tc->pool_id == pool->id)) {
+		uint32_t e = atomic_load_explicit(&pool->epoch,
+						  memory_order_relaxed);
+
+		if (unlikely(tc->epoch != e)) {
+			pool_tcache_flush(pool, tc);
+			tc->epoch = e;
+		}
+		return tc;
+	}
+	return pool_tcache_slow(pool);
+}
+
+/* A thread's own counters: relaxed loads and stores, no locked instruction. */
+static POOL_INLINE void count_alloc(struct md_pool *pool, struct tc_cell *c,
+				    enum md_pool_tier tier, uint64_t size,
+				    uint64_t req)
+{
+	RADD(c->nalloc[tier], 1);
+	RADD(c->balloc[tier], size);
+	RADD(c->ralloc[tier], req);
+	if (likely(tier == MD_TIER_SLAB)) {
+		int64_t pb = RLD(c->pend_b) + (int64_t)size;
+		int64_t pc = RLD(c->pend_c) + 1;
+
+		RST(c->pend_b, pb);
+		RST(c->pend_c, pc);
+		if (pc > RLD(c->pmax_c))
+			RST(c->pmax_c, pc);
+		if (pb > RLD(c->pmax_b)) {
+			RST(c->pmax_b, pb);
+			if (unlikely(pb > PUBLISH_BYTES))
+				pool_publish_pending(pool, c);
+		}
+		return;
+	}
+	pool_publish_pending(pool, c);
+	pool_publish(pool, tier, (int64_t)size, (int64_t)size, 1, 1);
+}
+
+static POOL_INLINE void count_free(struct md_pool *pool, struct tc_cell *c,
+				   enum md_pool_tier tier, uint64_t size,
+				   uint64_t req)
+{
+	RADD(c->nfree[tier], 1);
+	RADD(c->bfree[tier], size);
+	RADD(c->rfree[tier], req);
+	if (likely(tier == MD_TIER_SLAB)) {
+		int64_t pb = RLD(c->pend_b) - (int64_t)size;
+
+		RST(c->pend_b, pb);
+		RST(c->pend_c, RLD(c->pend_c) - 1);
+		if (unlikely(pb < -PUBLISH_BYTES))
+			pool_publish_pending(pool, c);
+		return;
+	}
+	pool_publish_pending(pool, c);
+	pool_publish(pool, tier, -(int64_t)size, 0, -1, 0);
+}
+
+
+/* pool.c: pool_slab_ops */
 
 /* pool_xtier.c: pool_buddy_ops, pool_large_ops */
 
