@@ -6,19 +6,34 @@
  * Every block, free or live, is a struct dp_block in host memory (never in
  * the device memory it describes). A block is in exactly one of:
  *
- *   the free tree  red-black tree by (size, address): best fit is the
- *                  lower bound of (need, 0); the largest free block is the
- *                  rightmost node;
- *   the live tree  red-black tree by address: md_dynpool_free() finds the
- *                  block of a descriptor and refuses what it does not find;
+ *   a bin          free, smaller than DP_BINS x align: the red-black tree
+ *                  by address of the blocks of that exact size (usually
+ *                  a node or two), a bit in bin_map while not empty;
+ *   the free tree  free, larger: red-black tree by (size, address);
+ *                  best fit is the first non-empty bin from the request's
+ *                  size up (its lowest address: a bitmap scan and a short
+ *                  walk, no comparison of sizes), else the tree's lower
+ *                  bound of (need, 0); the largest free block is the
+ *                  tree's rightmost node, else the last bin's;
+ *   live           handed out: md_dynpool_free() finds the block from the
+ *                  descriptor's sync pointer (which metadata chunk it lies
+ *                  in, checked, never dereferenced before), then checks
+ *                  that it is live with the descriptor's address, size and
+ *                  generation; no tree, no search;
  *   the cache      metadata not describing memory right now, kept for the
  *                  next split (never returned to malloc before destroy, so
  *                  the md_block_sync pointers handed out stay valid).
  *
  * Each region also links its blocks in address order (prev/next), so a
- * freed block finds its neighbours in O(1) and coalescing costs two tree
- * removals and one insertion. Free and cached blocks are RECYCLED; a block
- * handed out is md_block_sync_reuse()d (ALLOCATED, next generation).
+ * freed block finds its neighbours in O(1). A block in the tree whose key
+ * changes in a way that keeps its place in the tree's order (what a split leaves takes
+ * the split block's node, a coalesced block its neighbour's or its own)
+ * stays in its node: no search and no rebalancing; otherwise it is
+ * removed and inserted again. Free and cached blocks are RECYCLED; a block
+ * handed out becomes ALLOCATED with the next generation by one store: a
+ * RECYCLED word is written only under the pool's lock (every transition a
+ * user may try on it is refused without a write), so no compare-exchange
+ * is needed there.
  *
  * The red-black tree is lib/rbtree.[ch].
  */
@@ -46,7 +61,7 @@ enum dp_where { DP_CACHE, DP_FREE, DP_LIVE };
 struct dp_region;
 
 struct dp_block {
-	struct md_rb_node rb;		/* first: free or live tree */
+	struct md_rb_node rb;		/* first: the free tree */
 	struct dp_block *prev, *next;	/* address order; next: cache link */
 	struct dp_region *reg;
 	uint64_t addr;			/* device address */
@@ -71,6 +86,7 @@ struct dp_chunk {
 
 #define CHUNK_MIN	64
 #define CHUNK_MAX	65536
+#define DP_BINS		1024	/* free blocks below 1024 x align: bins */
 
 struct md_dynpool {
 	struct md_device *dev;
@@ -83,14 +99,16 @@ struct md_dynpool {
 	void (*bad_free)(const struct md_dynblock *b, void *arg);
 	void *bad_free_arg;
 
-	struct md_rb_tree free_tree;
-	struct md_rb_tree live_tree;
+	struct md_rb_tree free_tree;	/* free blocks past the bins */
 	struct dp_region *regions;
 	struct dp_chunk *chunks;
 	size_t next_chunk;
 	struct dp_block *cache;
 	size_t cached;
+	size_t nfree;			/* free blocks, bins and tree */
 	struct md_dynpool_stats st;
+	uint64_t bin_map[DP_BINS / 64];
+	struct md_rb_tree bin[DP_BINS];	/* [k]: free blocks of k x align */
 };
 
 static inline struct dp_block *to_block(const struct md_rb_node *n)
@@ -108,7 +126,7 @@ static int free_cmp(const struct md_rb_node *a, const struct md_rb_node *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-static int live_cmp(const struct md_rb_node *a, const struct md_rb_node *b)
+static int addr_cmp(const struct md_rb_node *a, const struct md_rb_node *b)
 {
 	const struct dp_block *x = to_block(a), *y = to_block(b);
 
@@ -120,47 +138,191 @@ static inline uint64_t round_up(uint64_t v, uint64_t a)
 	return (v + a - 1) & ~(a - 1);
 }
 
+/*
+ * The searches go down the tree without a branch on the key: which way a
+ * level goes is random, and a mispredicted branch a level cost more than
+ * the rest of the search. child(n, 0) is the left child, child(n, 1) the
+ * right one, selected by an index (a load, not a jump).
+ */
+static inline struct md_rb_node **child(struct md_rb_node *n, int right)
+{
+	const size_t step = offsetof(struct md_rb_node, right) -
+			    offsetof(struct md_rb_node, left);
+
+	return (struct md_rb_node **)((char *)n +
+				      offsetof(struct md_rb_node, left) +
+				      (size_t)right * step);
+}
+
+/*
+ * Free blocks of DP_BINS - 1 aligned sizes or fewer sit in the bin of
+ * their size (a red-black tree by address, usually of a node or two; a bit
+ * in bin_map says it is not empty); larger ones in the free tree by
+ * (size, address). Together they are the free tree of dynpool.h: best fit
+ * is the first non-empty bin from the request's size up (its lowest
+ * address), else the tree's lower bound.
+ */
+static inline bool small_size(const struct md_dynpool *p, uint64_t size)
+{
+	return size / p->align < DP_BINS;
+}
+
+/* The first non-empty bin at or above @k, or -1. */
+static long bin_next(const struct md_dynpool *p, uint64_t k)
+{
+	uint64_t i = k / 64, m;
+
+	if (k >= DP_BINS)
+		return -1;
+	m = p->bin_map[i] & (~0ull << (k % 64));
+	while (!m) {
+		if (++i == DP_BINS / 64)
+			return -1;
+		m = p->bin_map[i];
+	}
+	return (long)(i * 64 + (uint64_t)__builtin_ctzll(m));
+}
+
 /* The smallest free block of at least @need bytes, lowest address first. */
 static struct dp_block *best_fit(struct md_dynpool *p, uint64_t need)
 {
 	struct md_rb_node *n = p->free_tree.root, *best = NULL;
 
+	if (small_size(p, need)) {
+		long k = bin_next(p, need / p->align);
+
+		if (k >= 0)
+			return to_block(md_rb_first(p->bin[k].root));
+		/* Every block in the tree is larger: its first fits. */
+		return to_block(md_rb_first(n));
+	}
 	while (n) {
-		if (to_block(n)->size >= need) {
-			best = n;
-			n = n->left;
-		} else {
-			n = n->right;
-		}
+		int fits = to_block(n)->size >= need;
+		uintptr_t m = -(uintptr_t)fits;	/* all ones if it fits */
+
+		best = (struct md_rb_node *)(((uintptr_t)n & m) |
+					     ((uintptr_t)best & ~m));
+		n = *child(n, !fits);
 	}
 	return to_block(best);
 }
 
-static struct dp_block *live_find(struct md_dynpool *p, uint64_t addr)
-{
-	struct md_rb_node *n = p->live_tree.root;
-
-	while (n) {
-		struct dp_block *b = to_block(n);
-
-		if (addr == b->addr)
-			return b;
-		n = addr < b->addr ? n->left : n->right;
-	}
-	return NULL;
-}
-
+/*
+ * Into its bin or the free tree: the search inline (by address in a bin,
+ * free_cmp's order in the tree), with no call a level.
+ */
 static void free_insert(struct md_dynpool *p, struct dp_block *b)
 {
+	struct md_rb_node **link, *parent = NULL;
+	uint64_t size = b->size, addr = b->addr;
+	struct md_rb_tree *t;
+
+	if (small_size(p, size)) {
+		uint64_t k = size / p->align;
+
+		t = &p->bin[k];
+		p->bin_map[k / 64] |= 1ull << (k % 64);
+		for (link = &t->root; *link; link = child(parent, addr >=
+					to_block(parent)->addr))
+			parent = *link;
+	} else {
+		t = &p->free_tree;
+		link = &t->root;
+		while (*link) {
+			const struct dp_block *o = to_block(*link);
+			int right = (size > o->size) |
+				    ((size == o->size) & (addr >= o->addr));
+
+			parent = *link;
+			link = child(parent, right);
+		}
+	}
 	b->where = DP_FREE;
-	md_rb_insert(&p->free_tree, &b->rb, free_cmp);
+	md_rb_link(t, &b->rb, parent, link);
+	p->nfree++;
 	p->st.free_bytes += b->size;
 }
 
 static void free_remove(struct md_dynpool *p, struct dp_block *b)
 {
-	md_rb_erase(&p->free_tree, &b->rb);
+	if (small_size(p, b->size)) {
+		uint64_t k = b->size / p->align;
+
+		md_rb_erase(&p->bin[k], &b->rb);
+		if (!p->bin[k].root)
+			p->bin_map[k / 64] &= ~(1ull << (k % 64));
+	} else {
+		md_rb_erase(&p->free_tree, &b->rb);
+	}
+	p->nfree--;
 	p->st.free_bytes -= b->size;
+}
+
+/* free_cmp()'s order on two blocks' (size, address). */
+static inline bool key_less(const struct dp_block *a, const struct dp_block *b)
+{
+	return a->size < b->size || (a->size == b->size && a->addr < b->addr);
+}
+
+/*
+ * @n, not free yet, takes the place of @old, which leaves: in @old's node
+ * when both are larger than the bins and @n's key sorts between @old's
+ * neighbours (no search, no rebalancing: what a split leaves and what a
+ * coalesced block becomes often does), else by a removal and an insertion.
+ */
+static void free_take_place(struct md_dynpool *p, struct dp_block *old,
+			    struct dp_block *n)
+{
+	struct dp_block *lo, *hi;
+
+	if (small_size(p, old->size) || small_size(p, n->size))
+		goto move;
+	lo = to_block(md_rb_prev(&old->rb));
+	hi = to_block(md_rb_next(&old->rb));
+	if ((lo && !key_less(lo, n)) || (hi && !key_less(n, hi)))
+		goto move;
+	md_rb_replace(&p->free_tree, &old->rb, &n->rb);
+	n->where = DP_FREE;
+	p->st.free_bytes += n->size - old->size;
+	return;
+move:
+	free_remove(p, old);
+	free_insert(p, n);
+}
+
+/* Free block @b grows to @size (same address). */
+static void free_grow(struct md_dynpool *p, struct dp_block *b, uint64_t size)
+{
+	struct dp_block *hi;
+
+	if (small_size(p, b->size))
+		goto move;
+	hi = to_block(md_rb_next(&b->rb));
+	if (hi && (size > hi->size ||
+		   (size == hi->size && b->addr > hi->addr)))
+		goto move;
+	p->st.free_bytes += size - b->size;
+	b->size = size;
+	return;
+move:
+	free_remove(p, b);
+	b->size = size;
+	free_insert(p, b);
+}
+
+/* The largest free block, or NULL. */
+static struct dp_block *largest_free(struct md_dynpool *p)
+{
+	long i;
+
+	if (p->free_tree.root)
+		return to_block(md_rb_last(p->free_tree.root));
+	for (i = DP_BINS / 64 - 1; i >= 0; i--)
+		if (p->bin_map[i])
+			return to_block(md_rb_first(
+				p->bin[i * 64 + 63 -
+				       __builtin_clzll(p->bin_map[i])].root));
+	return NULL;
 }
 
 /* Metadata for at least @n more blocks in the cache, or -ENOMEM. */
@@ -423,6 +585,7 @@ MD_API int md_dynpool_alloc(struct md_dynpool *p, uint64_t size,
 {
 	uint64_t need = round_up(size, p->align);
 	struct dp_block *b, *rest;
+	uint64_t w;
 	int err;
 
 	pthread_mutex_lock(&p->lock);
@@ -443,8 +606,8 @@ MD_API int md_dynpool_alloc(struct md_dynpool *p, uint64_t size,
 		b = best_fit(p, need);
 	}
 
-	free_remove(p, b);
 	if (b->size > need) {
+		/* The rest stays free: usually in b's node. */
 		rest = cache_get(p);
 		rest->reg = b->reg;
 		rest->addr = b->addr + need;
@@ -454,13 +617,17 @@ MD_API int md_dynpool_alloc(struct md_dynpool *p, uint64_t size,
 		if (b->next)
 			b->next->prev = rest;
 		b->next = rest;
+		free_take_place(p, b, rest);
 		b->size = need;
-		free_insert(p, rest);
+	} else {
+		free_remove(p, b);
 	}
-	md_block_sync_reuse(&b->sync);		/* RECYCLED -> ALLOCATED */
+	/* RECYCLED -> ALLOCATED, next generation: see the top of the file. */
+	w = atomic_load_explicit(w_word(&b->sync), memory_order_relaxed);
+	atomic_store_explicit(w_word(&b->sync), w_reuse(w),
+			      memory_order_release);
 	b->where = DP_LIVE;
 	b->requested = size;
-	md_rb_insert(&p->live_tree, &b->rb, live_cmp);
 
 	p->st.blocks_in_use++;
 	p->st.requested_bytes += size;
@@ -473,7 +640,7 @@ MD_API int md_dynpool_alloc(struct md_dynpool *p, uint64_t size,
 				   (b->addr - b->reg->r.dev_va) : NULL;
 	out->size = need;
 	out->sync = &b->sync;
-	out->generation = md_block_sync_generation(&b->sync);
+	out->generation = w_gen(w) + 1;
 	out->pad = 0;
 	pthread_mutex_unlock(&p->lock);
 	return 0;
@@ -505,13 +672,14 @@ static int refuse_free(struct md_dynpool *p, const struct md_dynblock *d)
 
 MD_API int md_dynpool_free(struct md_dynpool *p, const struct md_dynblock *d)
 {
-	struct dp_block *b, *n;
+	struct dp_block *b, *l, *r;
 	uint64_t w, nw;
 	int err;
 
 	pthread_mutex_lock(&p->lock);
-	b = live_find(p, d->dev_va);
-	if (!b || &b->sync != d->sync || b->size != d->size ||
+	b = owned_block(p, d->sync);
+	if (!b || b->where != DP_LIVE || b->addr != d->dev_va ||
+	    b->size != d->size ||
 	    md_block_sync_generation(&b->sync) != d->generation) {
 		err = refuse_free(p, d);
 		goto out;
@@ -521,7 +689,7 @@ MD_API int md_dynpool_free(struct md_dynpool *p, const struct md_dynblock *d)
 	 * compare-exchange, so a user acquiring the block at the same moment
 	 * either comes first (-EBUSY here) or finds it recycled.
 	 */
-	w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
+	w = atomic_load_explicit(w_word(&b->sync), memory_order_acquire);
 	for (;;) {
 		if (w_state(w) == MD_BLOCK_ACTIVE) {
 			err = -EBUSY;
@@ -532,37 +700,41 @@ MD_API int md_dynpool_free(struct md_dynpool *p, const struct md_dynblock *d)
 			err = refuse_free(p, d);
 			goto out;
 		}
-		if (atomic_compare_exchange_weak_explicit(&b->sync.word, &w, nw,
+		if (atomic_compare_exchange_weak_explicit(w_word(&b->sync),
+							  &w, nw,
 							  memory_order_acq_rel,
 							  memory_order_acquire))
 			break;
 	}
-	md_rb_erase(&p->live_tree, &b->rb);
 	p->st.frees++;
 	p->st.blocks_in_use--;
 	p->st.requested_bytes -= b->requested;
 	p->st.bytes_in_use -= b->size;
 
-	n = b->prev;
-	if (n && n->where == DP_FREE) {		/* left neighbour absorbs b */
-		free_remove(p, n);
-		n->size += b->size;
-		n->next = b->next;
+	l = b->prev && b->prev->where == DP_FREE ? b->prev : NULL;
+	r = b->next && b->next->where == DP_FREE ? b->next : NULL;
+	if (r) {				/* b absorbs its right one */
+		b->size += r->size;
+		b->next = r->next;
+		if (r->next)
+			r->next->prev = b;
+	}
+	if (l) {				/* the left one absorbs b */
+		l->next = b->next;
 		if (b->next)
-			b->next->prev = n;
+			b->next->prev = l;
+		if (r) {
+			free_remove(p, r);
+			cache_put(p, r);
+		}
+		free_grow(p, l, l->size + b->size);
 		cache_put(p, b);
-		b = n;
+	} else if (r) {				/* b, larger, in r's node */
+		free_take_place(p, r, b);
+		cache_put(p, r);
+	} else {
+		free_insert(p, b);
 	}
-	n = b->next;
-	if (n && n->where == DP_FREE) {		/* b absorbs its right one */
-		free_remove(p, n);
-		b->size += n->size;
-		b->next = n->next;
-		if (n->next)
-			n->next->prev = b;
-		cache_put(p, n);
-	}
-	free_insert(p, b);
 	err = 0;
 out:
 	pthread_mutex_unlock(&p->lock);
@@ -593,36 +765,64 @@ MD_API void md_dynpool_stats(struct md_dynpool *p, struct md_dynpool_stats *st)
 
 	pthread_mutex_lock(&p->lock);
 	*st = p->st;
-	last = to_block(md_rb_last(p->free_tree.root));
-	st->free_blocks = p->free_tree.count;
+	last = largest_free(p);
+	st->free_blocks = p->nfree;
 	st->largest_free = last ? last->size : 0;
 	st->fragmentation = st->free_bytes ?
 		1.0 - (double)st->largest_free / (double)st->free_bytes : 0.0;
 	pthread_mutex_unlock(&p->lock);
 }
 
-static int32_t dump(const struct md_rb_node *n, struct md_dynpool_node *out,
-		    size_t max, size_t *i)
-{
-	const struct dp_block *b = to_block(n);
-	size_t me;
-	int32_t l;
+/* The free blocks in (size, address) order: the bins, then the tree. */
+struct free_walk {
+	struct md_dynpool *p;
+	long k;				/* bin, DP_BINS: the tree */
+	const struct md_rb_node *n;
+};
 
-	if (!n)
-		return -1;
-	me = (*i)++;
-	l = dump(n->left, out, max, i);
-	if (me < max) {
-		out[me].dev_va = b->addr;
-		out[me].size = b->size;
-		out[me].red = n->red;
-		out[me].pad = 0;
-		out[me].left = l;
+static const struct dp_block *walk_next(struct free_walk *w)
+{
+	const struct dp_block *b;
+
+	while (!w->n) {
+		if (w->k == DP_BINS)
+			return NULL;
+		w->k = bin_next(w->p, (uint64_t)w->k + 1);
+		if (w->k < 0)
+			w->k = DP_BINS;
+		w->n = md_rb_first(w->k == DP_BINS ? w->p->free_tree.root :
+				   w->p->bin[w->k].root);
+		if (w->k == DP_BINS && !w->n)
+			return NULL;
 	}
-	l = dump(n->right, out, max, i);
-	if (me < max)
-		out[me].right = l;
-	return (int32_t)me;
+	b = to_block(w->n);
+	w->n = md_rb_next(w->n);
+	return b;
+}
+
+/*
+ * The next @size blocks of @w as a balanced search tree in pre-order from
+ * out[@at]: the middle one at the root, built in order (the left subtree
+ * first) so that the blocks are read once, in sequence. The nodes at the
+ * deepest level @red are red, the others black: a valid red-black tree.
+ */
+static int32_t dump(struct free_walk *w, struct md_dynpool_node *out,
+		    size_t at, size_t size, unsigned int depth, unsigned int red)
+{
+	size_t left = size / 2;
+	const struct dp_block *b;
+
+	if (!size)
+		return -1;
+	out[at].left = dump(w, out, at + 1, left, depth + 1, red);
+	b = walk_next(w);
+	out[at].dev_va = b->addr;
+	out[at].size = b->size;
+	out[at].red = depth == red && depth;
+	out[at].pad = 0;
+	out[at].right = dump(w, out, at + 1 + left, size - 1 - left,
+			     depth + 1, red);
+	return (int32_t)at;
 }
 
 MD_API size_t md_dynpool_dump_free(struct md_dynpool *p,
@@ -631,14 +831,51 @@ MD_API size_t md_dynpool_dump_free(struct md_dynpool *p,
 	size_t n;
 
 	pthread_mutex_lock(&p->lock);
-	n = p->free_tree.count;
-	if (n <= max) {
-		size_t i = 0;
+	n = p->nfree;
+	if (n && n <= max) {
+		struct free_walk w = { p, -1, NULL };
 
-		dump(p->free_tree.root, out, max, &i);
+		dump(&w, out, 0, n, 0, 63 - __builtin_clzll(n));
 	}
 	pthread_mutex_unlock(&p->lock);
 	return n;
+}
+
+/*
+ * The bins: each a valid tree by address of blocks of exactly its size,
+ * marked in bin_map iff not empty; the tree: only larger blocks.
+ */
+static int check_bins(struct md_dynpool *p, const char **why)
+{
+	const struct md_rb_node *n;
+	size_t k, count = p->free_tree.count;
+
+	for (k = 0; k < DP_BINS; k++) {
+		bool mark = p->bin_map[k / 64] >> (k % 64) & 1;
+
+		if (mark != !!p->bin[k].root) {
+			*why = "bin map against the bins";
+			return -1;
+		}
+		if (md_rb_check(&p->bin[k], addr_cmp, why))
+			return -1;
+		for (n = md_rb_first(p->bin[k].root); n; n = md_rb_next(n))
+			if (to_block(n)->size != k * p->align) {
+				*why = "block in the bin of another size";
+				return -1;
+			}
+		count += p->bin[k].count;
+	}
+	n = md_rb_first(p->free_tree.root);
+	if (n && small_size(p, to_block(n)->size)) {
+		*why = "block of a bin's size in the tree";
+		return -1;
+	}
+	if (count != p->nfree) {
+		*why = "free block count";
+		return -1;
+	}
+	return 0;
 }
 
 static int check_locked(struct md_dynpool *p, const char **why)
@@ -649,8 +886,7 @@ static int check_locked(struct md_dynpool *p, const char **why)
 	const struct dp_block *b;
 	const struct dp_chunk *c;
 
-	if (md_rb_check(&p->free_tree, free_cmp, why) ||
-	    md_rb_check(&p->live_tree, live_cmp, why))
+	if (md_rb_check(&p->free_tree, free_cmp, why) || check_bins(p, why))
 		return -EUCLEAN;
 	for (r = p->regions; r; r = r->next) {
 		uint64_t at = r->r.dev_va;
@@ -701,8 +937,8 @@ static int check_locked(struct md_dynpool *p, const char **why)
 					*why = "live block size or state";
 					return -EUCLEAN;
 				}
-				if (live_find(p, b->addr) != b) {
-					*why = "live block not in the live tree";
+				if (owned_block(p, &b->sync) != b) {
+					*why = "live block not in the metadata";
 					return -EUCLEAN;
 				}
 			} else {
@@ -725,8 +961,8 @@ static int check_locked(struct md_dynpool *p, const char **why)
 	}
 	for (c = p->chunks; c; c = c->next)
 		total += c->n;
-	if (nfree != p->free_tree.count || nlive != p->live_tree.count) {
-		*why = "tree sizes against the address lists";
+	if (nfree != p->nfree) {
+		*why = "tree size against the address lists";
 		return -EUCLEAN;
 	}
 	if (ncached != p->cached || nfree + nlive + ncached != total) {

@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Tiered pools (include/metadef/pool.h): creation, the reuse transitions,
- * the stats cells, region accounting, per-thread caches, the slab tier and
- * the API's entry points. lib/runtime.md describes the design.
+ * Tiered pools (include/metadef/pool.h): the API's entry points, creation,
+ * the reuse transitions, the slab tier and its thread caches' bins (the
+ * registry, the cells and the regions are pool_core.c's). lib/runtime.md
+ * describes the design.
  *
  * The slab fast path: the size class is arithmetic on the request (no
  * table, no loop); the thread's cache for the pool is one thread-local
  * pointer compared with the pool's id; a bin is an array of descriptors of
  * RECYCLED blocks. md_alloc() pops one and moves it to ALLOCATED with one
- * compare-exchange; md_free() moves it to RECYCLED with one compare-exchange
- * (checking the handle's generation) and pushes it back. The counters are
+ * release store (a block on a free list is invisible to other threads:
+ * hand_out() says why no compare-exchange is needed); md_free() moves it
+ * to RECYCLED with one compare-exchange (the block is live: other threads
+ * may race it with acquire or free; it checks the handle's generation) and
+ * pushes it back. The counters are
  * the thread's own (no locked instruction). Bins are refilled from and
  * flushed to the class's slabs, under the class's lock, half a bin at a
  * time.
@@ -24,24 +28,10 @@
 #include "internal.h"
 #include "pool_internal.h"
 
-#define TLS_IE		__attribute__((tls_model("initial-exec")))
-#define INLINE		inline __attribute__((always_inline))
-/* Thread-local slab figures are published past this many bytes. */
-#define PUBLISH_BYTES	(1ll << 20)
+#define INLINE		POOL_INLINE
 #define MAX_REQUEST	(1ull << 62)
 
-pthread_mutex_t md_pool_reg_lock = PTHREAD_MUTEX_INITIALIZER;
-pthread_mutex_t md_pool_list_lock = PTHREAD_MUTEX_INITIALIZER;
-struct md_pool *md_pool_list;
-__thread bool md_pool_limit_hit;
-
 static _Atomic uint64_t next_pool_id;
-static pthread_once_t tc_once = PTHREAD_ONCE_INIT;
-static pthread_key_t tc_key;
-static __thread struct tcache *tls_last TLS_IE;
-static __thread struct tcache *tls_list TLS_IE;
-static __thread bool tls_key_set TLS_IE;
-
 /* ------------------------------------------------------------ size classes */
 
 /*
@@ -67,46 +57,6 @@ static uint64_t cls_units(unsigned int i)
 	p = 3 + (i - 8) / 4;
 	m = (i - 8) % 4 + 5;
 	return (uint64_t)m << (p - 2);
-}
-
-/* ------------------------------------------------------------ names */
-
-MD_API const char *md_pool_tier_name(enum md_pool_tier tier)
-{
-	switch (tier) {
-	case MD_TIER_SLAB:
-		return "slab";
-	case MD_TIER_BUDDY:
-		return "buddy";
-	case MD_TIER_LARGE:
-		return "large";
-	default:
-		return "invalid";
-	}
-}
-
-MD_API const char *md_pool_violation_name(enum md_pool_violation_kind kind)
-{
-	static const char *const names[] = {
-		[MD_POOL_DOUBLE_FREE] = "double free",
-		[MD_POOL_FREE_HELD] = "free while held",
-		[MD_POOL_USE_AFTER_FREE] = "use after free",
-		[MD_POOL_BAD_TRANSITION] = "illegal transition",
-		[MD_POOL_BAD_HANDLE] = "bad handle",
-	};
-
-	if ((unsigned int)kind < MD_POOL_VIOLATION_KINDS)
-		return names[kind];
-	return "invalid";
-}
-
-MD_API enum md_pool_tier md_pool_tier_of(uint64_t size)
-{
-	if (size < MD_POOL_SLAB_LIMIT)
-		return MD_TIER_SLAB;
-	if (size <= MD_POOL_BUDDY_LIMIT)
-		return MD_TIER_BUDDY;
-	return MD_TIER_LARGE;
 }
 
 /* ------------------------------------------------------------ transitions */
@@ -137,23 +87,28 @@ violate(struct md_pool *pool, enum md_pool_violation_kind kind,
 	return err;
 }
 
-static inline bool cas_w(struct md_pool_block *b, uint64_t *w, uint64_t nw)
-{
-	return atomic_compare_exchange_weak_explicit(&b->sync.word, w, nw,
-						     memory_order_acq_rel,
-						     memory_order_acquire);
-}
-
 /*
  * A block this thread took off a free list: RECYCLED -> ALLOCATED with the
  * next generation (a descriptor's first life: 0 -> ALLOCATED). The fields
  * are written first: the transition publishes them.
+ *
+ * One release store, no compare-exchange: a word that is RECYCLED (or 0,
+ * never used) is written only by the thread that takes its block off a
+ * free list, and a block is on one free list at a time (this thread's
+ * bin, which no other thread touches, or a slab's or tier's list under its
+ * lock). Every other operation refuses such a word without writing it:
+ * md_free() of a RECYCLED block is a double free or stale, acquire and
+ * release are use after free, the cleaner recycles only RELEASED blocks.
+ * So nothing can change the word between the load and the store; a racing
+ * stale handle reads either the RECYCLED word (refused as before) or the
+ * new generation (refused as stale).
  */
 static INLINE int hand_out(struct md_pool *pool, struct md_pool_block *b,
 			   uint64_t req, const struct md_alloc_opts *opts,
 			   struct md_buf *out)
 {
-	uint64_t w = atomic_load_explicit(&b->sync.word, memory_order_relaxed);
+	uint64_t w = atomic_load_explicit(w_word(&b->sync),
+					  memory_order_relaxed);
 	uint64_t nw;
 
 	/* A snapshot that reads these must see the last free's transition. */
@@ -165,11 +120,7 @@ static INLINE int hand_out(struct md_pool *pool, struct md_pool_block *b,
 	if (unlikely(!nw))
 		return violate(pool, MD_POOL_BAD_TRANSITION, MD_REUSE_REUSE,
 			       NULL, b, w, -EIO);
-	if (unlikely(!atomic_compare_exchange_strong_explicit(
-			&b->sync.word, &w, nw, memory_order_acq_rel,
-			memory_order_acquire)))
-		return violate(pool, MD_POOL_BAD_TRANSITION, MD_REUSE_REUSE,
-			       NULL, b, w, -EIO);
+	atomic_store_explicit(w_word(&b->sync), nw, memory_order_release);
 	out->block = b;
 	out->dev_va = b->dev_va;
 	out->cpu = b->cpu;
@@ -183,11 +134,10 @@ static INLINE int hand_out(struct md_pool *pool, struct md_pool_block *b,
  * md_free()'s transition: ALLOCATED (no holder) or RELEASED -> RECYCLED in
  * one compare-exchange, only in the handle's generation.
  */
-static INLINE int free_cas(struct md_pool *pool, const struct md_buf *buf,
-			   struct md_pool_block *b)
+static int __attribute__((noinline))
+free_cas_slow(struct md_pool *pool, const struct md_buf *buf,
+	      struct md_pool_block *b, uint64_t w)
 {
-	uint64_t w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
-
 	for (;;) {
 		enum md_block_state s = w_state(w);
 		uint64_t nw;
@@ -215,15 +165,23 @@ static INLINE int free_cas(struct md_pool *pool, const struct md_buf *buf,
 	}
 }
 
-bool pool_recycle_released(struct md_pool_block *b)
+/*
+ * The common case inline: the handle's block ALLOCATED, never acquired,
+ * in the handle's generation, and no other thread changing it meanwhile:
+ * one compare-exchange from exactly that word. Anything else (RELEASED,
+ * held, refused, a lost race) runs the whole loop out of line.
+ */
+static INLINE int free_cas(struct md_pool *pool, const struct md_buf *buf,
+			   struct md_pool_block *b)
 {
-	uint64_t w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
-	uint64_t nw;
+	uint64_t w = w_pack(MD_BLOCK_ALLOCATED, 0, buf->generation);
 
-	while ((nw = w_recycle(w)))
-		if (cas_w(b, &w, nw))
-			return true;
-	return false;
+	if (likely(atomic_compare_exchange_strong_explicit(
+			w_word(&b->sync), &w,
+			w_pack(MD_BLOCK_RECYCLED, 0, buf->generation),
+			memory_order_acq_rel, memory_order_acquire)))
+		return 0;
+	return free_cas_slow(pool, buf, b, w);
 }
 
 static struct md_pool_block *handle_block(struct md_pool *pool,
@@ -242,7 +200,7 @@ MD_API int md_buf_acquire(struct md_pool *pool, const struct md_buf *buf)
 	if (!b)
 		return violate(pool, MD_POOL_BAD_HANDLE, MD_REUSE_ACQUIRE, buf,
 			       NULL, 0, -EINVAL);
-	w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
+	w = atomic_load_explicit(w_word(&b->sync), memory_order_acquire);
 	for (;;) {
 		if (!w)
 			return violate(pool, MD_POOL_BAD_HANDLE,
@@ -268,7 +226,7 @@ MD_API int md_buf_release(struct md_pool *pool, const struct md_buf *buf)
 	if (!b)
 		return violate(pool, MD_POOL_BAD_HANDLE, MD_REUSE_RELEASE, buf,
 			       NULL, 0, -EINVAL);
-	w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
+	w = atomic_load_explicit(w_word(&b->sync), memory_order_acquire);
 	for (;;) {
 		if (!w)
 			return violate(pool, MD_POOL_BAD_HANDLE,
@@ -293,249 +251,12 @@ MD_API int md_buf_state(struct md_pool *pool, const struct md_buf *buf)
 
 	if (!b)
 		return -EINVAL;
-	w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
+	w = atomic_load_explicit(w_word(&b->sync), memory_order_acquire);
 	if (!w)
 		return -EINVAL;
 	if (w_gen(w) != buf->generation || w_state(w) == MD_BLOCK_RECYCLED)
 		return -ESTALE;
 	return w_state(w);
-}
-
-/* ------------------------------------------------------------ stats cells */
-
-static void max64(_Atomic int64_t *p, int64_t v)
-{
-	int64_t cur = atomic_load_explicit(p, memory_order_relaxed);
-
-	while (cur < v &&
-	       !atomic_compare_exchange_weak_explicit(p, &cur, v,
-						      memory_order_relaxed,
-						      memory_order_relaxed))
-		;
-}
-
-/* Add a change to the pool's current figures of @tier and the total. */
-static void publish(struct md_pool *pool, enum md_pool_tier tier, int64_t db,
-		    int64_t maxb, int64_t dc, int64_t maxc)
-{
-	int scope[2] = { tier, SCOPE_TOTAL };
-	int i;
-
-	for (i = 0; i < 2; i++) {
-		int s = scope[i];
-		int64_t b = atomic_fetch_add_explicit(&pool->cur_b[s], db,
-						      memory_order_relaxed);
-		int64_t c = atomic_fetch_add_explicit(&pool->cur_c[s], dc,
-						      memory_order_relaxed);
-
-		max64(&pool->peak_b[s], b + maxb);
-		max64(&pool->peak_c[s], c + maxc);
-	}
-}
-
-static void publish_pending(struct md_pool *pool, struct tc_cell *c)
-{
-	int64_t pb = RLD(c->pend_b), mb = RLD(c->pmax_b);
-	int64_t pc = RLD(c->pend_c), mc = RLD(c->pmax_c);
-
-	if (!pb && !mb && !pc && !mc)
-		return;
-	publish(pool, MD_TIER_SLAB, pb, mb, pc, mc);
-	RST(c->pend_b, 0);
-	RST(c->pmax_b, 0);
-	RST(c->pend_c, 0);
-	RST(c->pmax_c, 0);
-}
-
-static INLINE void count_alloc(struct md_pool *pool, struct tc_cell *c,
-			       enum md_pool_tier tier, uint64_t size,
-			       uint64_t req)
-{
-	RADD(c->nalloc[tier], 1);
-	RADD(c->balloc[tier], size);
-	RADD(c->ralloc[tier], req);
-	if (likely(tier == MD_TIER_SLAB)) {
-		int64_t pb = RLD(c->pend_b) + (int64_t)size;
-		int64_t pc = RLD(c->pend_c) + 1;
-
-		RST(c->pend_b, pb);
-		RST(c->pend_c, pc);
-		if (pc > RLD(c->pmax_c))
-			RST(c->pmax_c, pc);
-		if (pb > RLD(c->pmax_b)) {
-			RST(c->pmax_b, pb);
-			if (unlikely(pb > PUBLISH_BYTES))
-				publish_pending(pool, c);
-		}
-		return;
-	}
-	publish_pending(pool, c);
-	publish(pool, tier, (int64_t)size, (int64_t)size, 1, 1);
-}
-
-static INLINE void count_free(struct md_pool *pool, struct tc_cell *c,
-			      enum md_pool_tier tier, uint64_t size,
-			      uint64_t req)
-{
-	RADD(c->nfree[tier], 1);
-	RADD(c->bfree[tier], size);
-	RADD(c->rfree[tier], req);
-	if (likely(tier == MD_TIER_SLAB)) {
-		int64_t pb = RLD(c->pend_b) - (int64_t)size;
-
-		RST(c->pend_b, pb);
-		RST(c->pend_c, RLD(c->pend_c) - 1);
-		if (unlikely(pb < -PUBLISH_BYTES))
-			publish_pending(pool, c);
-		return;
-	}
-	publish_pending(pool, c);
-	publish(pool, tier, -(int64_t)size, 0, -1, 0);
-}
-
-void pool_count_free(struct md_pool *pool, struct tc_cell *c,
-		     enum md_pool_tier tier, uint64_t size, uint64_t req)
-{
-	count_free(pool, c, tier, size, req);
-}
-
-static void cell_add(struct tc_cell *to, struct tc_cell *from)
-{
-	int t;
-
-	for (t = 0; t < MD_TIER_COUNT; t++) {
-		RADD(to->nalloc[t], RLD(from->nalloc[t]));
-		RADD(to->nfree[t], RLD(from->nfree[t]));
-		RADD(to->balloc[t], RLD(from->balloc[t]));
-		RADD(to->bfree[t], RLD(from->bfree[t]));
-		RADD(to->ralloc[t], RLD(from->ralloc[t]));
-		RADD(to->rfree[t], RLD(from->rfree[t]));
-	}
-}
-
-static void peak_with(const struct tc_cell *c, int64_t cb, int64_t cc,
-		      int64_t pend_b, int64_t pend_c, int64_t *pb, int64_t *pc)
-{
-	int64_t b = cb + pend_b - RLD(c->pend_b) + RLD(c->pmax_b);
-	int64_t n = cc + pend_c - RLD(c->pend_c) + RLD(c->pmax_c);
-
-	*pb = b > *pb ? b : *pb;
-	*pc = n > *pc ? n : *pc;
-}
-
-/*
- * The sum of every cell of @pool, and the peaks. The slab and total peaks
- * include what threads have not published yet: for each thread, the
- * published figure, everybody's pending change but its own, and its own
- * running maximum (exact when one thread allocates).
- */
-void pool_sum_cells(struct md_pool *pool, struct tc_cell *sum,
-		    int64_t *peak_b, int64_t *peak_c)
-{
-	struct tc_cell *fixed[2] = { &pool->retired, &pool->orphan };
-	int64_t pend_b = 0, pend_c = 0;
-	struct tcache *tc;
-	int i, k;
-
-	memset(sum, 0, sizeof(*sum));
-	pthread_mutex_lock(&md_pool_reg_lock);
-	pthread_mutex_lock(&pool->orphan_lock);
-	for (i = 0; i < 2; i++) {
-		cell_add(sum, fixed[i]);
-		pend_b += RLD(fixed[i]->pend_b);
-		pend_c += RLD(fixed[i]->pend_c);
-	}
-	for (tc = pool->tcaches; tc; tc = tc->pnext) {
-		cell_add(sum, &tc->cell);
-		pend_b += RLD(tc->cell.pend_b);
-		pend_c += RLD(tc->cell.pend_c);
-	}
-	for (i = 0; i < SCOPES; i++) {
-		int64_t cb = atomic_load(&pool->cur_b[i]);
-		int64_t cc = atomic_load(&pool->cur_c[i]);
-
-		peak_b[i] = atomic_load(&pool->peak_b[i]);
-		peak_c[i] = atomic_load(&pool->peak_c[i]);
-		if (i != MD_TIER_SLAB && i != SCOPE_TOTAL)
-			continue;
-		for (k = 0; k < 2; k++)
-			peak_with(fixed[k], cb, cc, pend_b, pend_c,
-				  &peak_b[i], &peak_c[i]);
-		for (tc = pool->tcaches; tc; tc = tc->pnext)
-			peak_with(&tc->cell, cb, cc, pend_b, pend_c,
-				  &peak_b[i], &peak_c[i]);
-	}
-	pthread_mutex_unlock(&pool->orphan_lock);
-	pthread_mutex_unlock(&md_pool_reg_lock);
-}
-
-/* ------------------------------------------------------------ regions */
-
-/*
- * A region of @want bytes for @tier, or, when the limit or the backend
- * refuses for lack of memory, of half as much, down to @min.
- */
-int pool_region_get(struct md_pool *pool, enum md_pool_tier tier,
-		    uint64_t want, uint64_t min, struct md_region *r)
-{
-	uint64_t size = want;
-	bool reserved;
-	int err;
-
-	for (;;) {
-		pthread_mutex_lock(&pool->region_lock);
-		reserved = !pool->limit ||
-			   pool->region_total + size <= pool->limit;
-		if (reserved)
-			pool->region_total += size;
-		pthread_mutex_unlock(&pool->region_lock);
-
-		/* Whose refusal was the last: the report names it. */
-		md_pool_limit_hit = !reserved;
-		if (reserved)
-			err = md_region_alloc(pool->dev, size, pool->align, r);
-		else
-			err = -ENOMEM;
-
-		if (reserved) {
-			pthread_mutex_lock(&pool->region_lock);
-			if (err) {
-				pool->region_total -= size;
-			} else {
-				pool->region_total += r->size - size;
-				if (pool->region_total > pool->region_total_peak)
-					pool->region_total_peak =
-						pool->region_total;
-				pool->region_count[tier]++;
-				pool->region_allocs[tier]++;
-				pool->region_bytes[tier] += r->size;
-				if (pool->region_bytes[tier] >
-				    pool->region_peak[tier])
-					pool->region_peak[tier] =
-						pool->region_bytes[tier];
-			}
-			pthread_mutex_unlock(&pool->region_lock);
-		}
-		if (!err)
-			return 0;
-		if ((err != -ENOMEM && err != -EDQUOT) || size / 2 < min)
-			return err;
-		size /= 2;
-	}
-}
-
-void pool_region_put(struct md_pool *pool, enum md_pool_tier tier,
-		     struct md_region *r)
-{
-	uint64_t size = r->size;
-
-	md_region_free(pool->dev, r);
-	pthread_mutex_lock(&pool->region_lock);
-	pool->region_total -= size;
-	pool->region_count[tier]--;
-	pool->region_frees[tier]++;
-	pool->region_bytes[tier] -= size;
-	pthread_mutex_unlock(&pool->region_lock);
 }
 
 /* ------------------------------------------------------------ slab regions */
@@ -787,13 +508,22 @@ static void slabs_release_empty(struct md_pool *pool, struct slab_class *sc,
 	}
 }
 
-void pool_slab_clean(struct md_pool *pool, bool recycle,
-		     struct md_cleaner_report *rep)
+static void flush_own(struct md_pool *pool);
+
+/*
+ * The slab tier's clean: this thread's cache back to the slabs (other
+ * threads flush theirs at their next call), RELEASED blocks recycled (with
+ * @recycle), empty slabs back to their regions, empty regions to the
+ * device.
+ */
+static void slab_clean(struct md_pool *pool, bool recycle,
+		       struct md_cleaner_report *rep)
 {
 	struct tc_cell *cell = NULL;
 	bool locked = false;
 	uint32_t c, i, j;
 
+	flush_own(pool);
 	if (recycle)
 		cell = pool_cell_get(pool, &locked);
 	for (c = 0; c < pool->nclasses; c++) {
@@ -825,7 +555,7 @@ void pool_slab_clean(struct md_pool *pool, bool recycle,
 	sregions_release_empty(pool, rep);
 }
 
-int pool_slab_walk(struct md_pool *pool, blk_fn fn, void *arg)
+static int slab_walk(struct md_pool *pool, blk_fn fn, void *arg)
 {
 	struct blk_rec r;
 	uint32_t c, i, j;
@@ -848,7 +578,7 @@ int pool_slab_walk(struct md_pool *pool, blk_fn fn, void *arg)
  * The slab tier's largest free extent: the largest class with a free slot
  * (on a slab or in a thread's cache) or the largest uncarved span.
  */
-uint64_t pool_slab_largest_free(struct md_pool *pool)
+static uint64_t slab_largest_free(struct md_pool *pool)
 {
 	uint64_t best = 0;
 	struct sregion *sr;
@@ -884,6 +614,31 @@ uint64_t pool_slab_largest_free(struct md_pool *pool)
 	return best;
 }
 
+/* The slab tier's alloc: one block of @size's class, from its slabs. */
+static int slab_take(struct md_pool *pool, uint64_t size,
+		     struct md_pool_block **out)
+{
+	struct slab_class *sc = &pool->cls[cls_index((size + pool->unit - 1) >>
+						     pool->lg_unit)];
+	uint32_t got;
+	int err;
+
+	pthread_mutex_lock(&sc->lock);
+	err = central_take(pool, sc, out, 1, &got);
+	pthread_mutex_unlock(&sc->lock);
+	return err;
+}
+
+/* The slab tier's free: the block back on its slab. */
+static void slab_put(struct md_pool *pool, struct md_pool_block *b)
+{
+	struct slab_class *sc = &pool->cls[b->cls];
+
+	pthread_mutex_lock(&sc->lock);
+	central_put(sc, &b, 1);
+	pthread_mutex_unlock(&sc->lock);
+}
+
 /* ------------------------------------------------------------ thread caches */
 
 static void bins_flush(struct md_pool *pool, struct tcache *tc)
@@ -903,156 +658,14 @@ static void bins_flush(struct md_pool *pool, struct tcache *tc)
 	}
 }
 
-/* A thread leaves: its cached blocks and figures go back to the pool. */
-static void tc_retire(struct md_pool *pool, struct tcache *tc)
-{
-	bins_flush(pool, tc);
-	publish_pending(pool, &tc->cell);
-	cell_add(&pool->retired, &tc->cell);
-	if (tc->pprev)
-		tc->pprev->pnext = tc->pnext;
-	else
-		pool->tcaches = tc->pnext;
-	if (tc->pnext)
-		tc->pnext->pprev = tc->pprev;
-}
-
-static void tc_thread_exit(void *arg)
-{
-	struct tcache *tc, *next;
-
-	(void)arg;
-	pthread_mutex_lock(&md_pool_reg_lock);
-	for (tc = tls_list; tc; tc = next) {
-		struct md_pool *pool = atomic_load(&tc->pool);
-
-		next = tc->tnext;
-		if (pool)
-			tc_retire(pool, tc);
-		free(tc);
-	}
-	tls_list = NULL;
-	tls_last = NULL;
-	/*
-	 * The key's value is NULL now: a cache made later in this thread's
-	 * exit (another key's destructor using a pool) must set it again,
-	 * or this destructor would not run for that cache.
-	 */
-	tls_key_set = false;
-	pthread_mutex_unlock(&md_pool_reg_lock);
-}
-
-static void tc_key_create(void)
-{
-	pthread_key_create(&tc_key, tc_thread_exit);
-}
-
-/* Free this thread's caches of pools that are gone (registry lock held). */
-static void tc_prune(void)
-{
-	struct tcache **pp, *tc;
-
-	for (pp = &tls_list; (tc = *pp); ) {
-		if (atomic_load(&tc->pool)) {
-			pp = &tc->tnext;
-			continue;
-		}
-		*pp = tc->tnext;
-		if (tls_last == tc)
-			tls_last = NULL;
-		free(tc);
-	}
-}
-
-static struct tcache *__attribute__((noinline))
-tcache_slow(struct md_pool *pool)
-{
-	struct tcache *tc;
-	size_t size, items = 0;
-	uint32_t c;
-
-	pthread_once(&tc_once, tc_key_create);
-	pthread_mutex_lock(&md_pool_reg_lock);
-	tc_prune();
-	for (tc = tls_list; tc; tc = tc->tnext)
-		if (tc->pool_id == pool->id)
-			goto out;
-
-	for (c = 0; c < pool->nclasses; c++)
-		items += pool->cls[c].tc_cap;
-	size = sizeof(*tc) + pool->nclasses * sizeof(struct tc_bin) +
-	       items * sizeof(struct md_pool_block *);
-	tc = calloc(1, size);
-	if (!tc)
-		goto out;
-	tc->pool_id = pool->id;
-	atomic_init(&tc->pool, pool);
-	tc->epoch = atomic_load(&pool->epoch);
-	items = 0;
-	for (c = 0; c < pool->nclasses; c++) {
-		tc->bins[c].cap = pool->cls[c].tc_cap;
-		tc->bins[c].items = (struct md_pool_block **)
-			&tc->bins[pool->nclasses] + items;
-		items += pool->cls[c].tc_cap;
-	}
-	tc->pnext = pool->tcaches;
-	if (pool->tcaches)
-		pool->tcaches->pprev = tc;
-	pool->tcaches = tc;
-	tc->tnext = tls_list;
-	tls_list = tc;
-out:
-	pthread_mutex_unlock(&md_pool_reg_lock);
-	if (tc) {
-		if (!tls_key_set && !pthread_setspecific(tc_key, (void *)1))
-			tls_key_set = true;
-		tls_last = tc;
-	}
-	return tc;
-}
-
-static INLINE struct tcache *tcache_get(struct md_pool *pool)
-{
-	struct tcache *tc = tls_last;
-
-	if (likely(tc && tc->pool_id == pool->id)) {
-		uint32_t e = atomic_load_explicit(&pool->epoch,
-						  memory_order_relaxed);
-
-		if (unlikely(tc->epoch != e)) {
-			bins_flush(pool, tc);
-			tc->epoch = e;
-		}
-		return tc;
-	}
-	return tcache_slow(pool);
-}
-
-void pool_flush_own(struct md_pool *pool)
+static void flush_own(struct md_pool *pool)
 {
 	struct tcache *tc;
 
 	atomic_fetch_add(&pool->epoch, 1);
 	tc = tcache_get(pool);	/* flushes it: the epoch moved */
 	if (tc)
-		publish_pending(pool, &tc->cell);
-}
-
-struct tc_cell *pool_cell_get(struct md_pool *pool, bool *locked)
-{
-	struct tcache *tc = tcache_get(pool);
-
-	*locked = !tc;
-	if (tc)
-		return &tc->cell;
-	pthread_mutex_lock(&pool->orphan_lock);
-	return &pool->orphan;
-}
-
-void pool_cell_put(struct md_pool *pool, bool locked)
-{
-	if (locked)
-		pthread_mutex_unlock(&pool->orphan_lock);
+		pool_publish_pending(pool, &tc->cell);
 }
 
 /* ------------------------------------------------------------ slab tier */
@@ -1089,15 +702,15 @@ static INLINE int slab_alloc(struct md_pool *pool, uint64_t size,
 			     struct md_buf *out)
 {
 	uint64_t u = (size + pool->unit - 1) >> pool->lg_unit;
-	struct slab_class *sc = &pool->cls[cls_index(u)];
+	unsigned int c = cls_index(u);
+	struct slab_class *sc = &pool->cls[c];
 	struct tcache *tc = tcache_get(pool);
 	struct md_pool_block *b;
 	struct tc_cell *cell;
-	uint32_t got;
 	int err;
 
-	if (likely(tc && tc->bins[sc - pool->cls].cap)) {
-		struct tc_bin *bin = &tc->bins[sc - pool->cls];
+	if (likely(tc && tc->bins[c].cap)) {
+		struct tc_bin *bin = &tc->bins[c];
 		uint32_t n = RLD(bin->n);
 
 		if (unlikely(!n)) {
@@ -1109,9 +722,7 @@ static INLINE int slab_alloc(struct md_pool *pool, uint64_t size,
 		b = bin->items[--n];
 		RST(bin->n, n);
 	} else {
-		pthread_mutex_lock(&sc->lock);
-		err = central_take(pool, sc, &b, 1, &got);
-		pthread_mutex_unlock(&sc->lock);
+		err = slab_take(pool, size, &b);
 		if (err)
 			return err;
 	}
@@ -1134,7 +745,6 @@ static INLINE void slab_free(struct md_pool *pool, struct md_pool_block *b,
 			     uint64_t req)
 {
 	struct tcache *tc = tcache_get(pool);
-	struct slab_class *sc;
 	struct tc_cell *cell;
 	bool locked;
 
@@ -1151,10 +761,7 @@ static INLINE void slab_free(struct md_pool *pool, struct md_pool_block *b,
 		count_free(pool, &tc->cell, MD_TIER_SLAB, b->size, req);
 		return;
 	}
-	sc = &pool->cls[b->cls];
-	pthread_mutex_lock(&sc->lock);
-	central_put(sc, &b, 1);
-	pthread_mutex_unlock(&sc->lock);
+	slab_put(pool, b);
 	if (likely(tc)) {
 		count_free(pool, &tc->cell, MD_TIER_SLAB, b->size, req);
 		return;
@@ -1166,6 +773,7 @@ static INLINE void slab_free(struct md_pool *pool, struct md_pool_block *b,
 
 /* ------------------------------------------------------------ the API */
 
+/* A buddy or large block: the tier's memory, handed out and counted here. */
 static int xtier_alloc(struct md_pool *pool, uint64_t size,
 		       const struct md_alloc_opts *opts, struct md_buf *out)
 {
@@ -1175,10 +783,7 @@ static int xtier_alloc(struct md_pool *pool, uint64_t size,
 	bool locked;
 	int err;
 
-	if (tier == MD_TIER_BUDDY)
-		err = pool_buddy_alloc(pool, size, &b);
-	else
-		err = pool_large_alloc(pool, size, &b);
+	err = pool->tiers[tier]->alloc(pool, size, &b);
 	if (err)
 		return err;
 	err = hand_out(pool, b, size, opts, out);
@@ -1290,10 +895,7 @@ MD_API int md_free(struct md_pool *pool, const struct md_buf *buf)
 		return 0;
 	}
 	size = b->size;
-	if (b->tier == MD_TIER_BUDDY)
-		pool_buddy_free(pool, b);
-	else
-		pool_large_free(pool, b);
+	pool->tiers[b->tier]->free(pool, b);
 	cell = pool_cell_get(pool, &locked);
 	count_free(pool, cell, b->tier, size, req);
 	pool_cell_put(pool, locked);
@@ -1354,6 +956,9 @@ MD_API int md_pool_create(struct md_device *dev,
 	pool->handler = cfg ? cfg->handler : NULL;
 	pool->handler_arg = cfg ? cfg->handler_arg : NULL;
 	pool->dev = dev;
+	pool->tiers[MD_TIER_SLAB] = &pool_slab_ops;
+	pool->tiers[MD_TIER_BUDDY] = &pool_buddy_ops;
+	pool->tiers[MD_TIER_LARGE] = &pool_large_ops;
 	pthread_mutex_init(&pool->orphan_lock, NULL);
 	pthread_mutex_init(&pool->region_lock, NULL);
 	pthread_mutex_init(&pool->sr_lock, NULL);
@@ -1394,31 +999,10 @@ static void slab_host_free(struct slab *s)
 	free(s);
 }
 
-MD_API void md_pool_destroy(struct md_pool *pool)
+static void slab_destroy(struct md_pool *pool)
 {
-	struct md_pool **pp;
 	struct sregion *sr;
-	struct tcache *tc;
 	uint32_t c, i;
-
-	if (!pool)
-		return;
-	pthread_mutex_lock(&md_pool_list_lock);
-	for (pp = &md_pool_list; *pp; pp = &(*pp)->next) {
-		if (*pp == pool) {
-			*pp = pool->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&md_pool_list_lock);
-
-	/* Other threads free their caches of it when they next look. */
-	pthread_mutex_lock(&md_pool_reg_lock);
-	for (tc = pool->tcaches; tc; tc = tc->pnext)
-		atomic_store(&tc->pool, NULL);
-	pool->tcaches = NULL;
-	tc_prune();
-	pthread_mutex_unlock(&md_pool_reg_lock);
 
 	for (c = 0; c < pool->nclasses; c++) {
 		struct slab_class *sc = &pool->cls[c];
@@ -1439,14 +1023,43 @@ MD_API void md_pool_destroy(struct md_pool *pool)
 		mbuddy_fini(&sr->mb);
 		free(sr);
 	}
-	pool_xtier_destroy(pool, &pool->buddy);
-	pool_xtier_destroy(pool, &pool->large);
+	pthread_mutex_destroy(&pool->sr_lock);
+}
+
+const struct pool_tier_ops pool_slab_ops = {
+	.alloc = slab_take,
+	.free = slab_put,
+	.walk = slab_walk,
+	.clean = slab_clean,
+	.largest_free = slab_largest_free,
+	.destroy = slab_destroy,
+	.cache_flush = bins_flush,
+};
+
+MD_API void md_pool_destroy(struct md_pool *pool)
+{
+	struct md_pool **pp;
+	int t;
+
+	if (!pool)
+		return;
+	pthread_mutex_lock(&md_pool_list_lock);
+	for (pp = &md_pool_list; *pp; pp = &(*pp)->next) {
+		if (*pp == pool) {
+			*pp = pool->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&md_pool_list_lock);
+
+	/* Other threads free their caches of it when they next look. */
+	pool_caches_detach(pool);
+
+	for (t = 0; t < MD_TIER_COUNT; t++)
+		pool->tiers[t]->destroy(pool);
 	pthread_mutex_destroy(&pool->orphan_lock);
 	pthread_mutex_destroy(&pool->region_lock);
-	pthread_mutex_destroy(&pool->sr_lock);
 	pthread_mutex_destroy(&pool->oom_lock);
-	pthread_mutex_destroy(&pool->buddy.lock);
-	pthread_mutex_destroy(&pool->large.lock);
 	free(pool);
 }
 

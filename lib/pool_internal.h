@@ -3,12 +3,22 @@
  * Tiered pools (include/metadef/pool.h): what the pool's files share.
  * lib/runtime.md describes the design.
  *
- *   pool.c        creation, the reuse transitions, stats cells, regions,
- *                 thread caches, the slab tier, the API entry points
- *   pool_xtier.c  the buddy and large tiers
+ *   pool.c        the API's entry points, creation, the reuse transitions,
+ *                 the slab tier (pool_slab_ops) and its thread caches'
+ *                 bins
+ *   pool_xtier.c  the buddy and large tiers (pool_buddy_ops,
+ *                 pool_large_ops)
+ *   pool_stats.c  stats, OOM reports, snapshots, the cleaner: through
+ *                 pool->tiers[] (struct pool_tier_ops), never a tier's
+ *                 own functions
+ *   pool_core.c   what they share: the list of pools, names, regions, the
+ *                 stats cells, the thread-cache registry
  *   pool_buddy.c  the binary buddy both the slab regions and the buddy
  *                 tier use
- *   pool_stats.c  stats, OOM reports, snapshots, the cleaner
+ *
+ * Calls go one way: pool.c -> pool_stats.c, pool_xtier.c -> pool_core.c,
+ * pool_buddy.c; pool_core.c and pool_buddy.c call none of the others (a
+ * thread's cached blocks go back through pool->tiers[]).
  */
 #ifndef METADEF_POOL_INTERNAL_H
 #define METADEF_POOL_INTERNAL_H
@@ -24,6 +34,11 @@
 
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
+
+#define POOL_INLINE	inline __attribute__((always_inline))
+#define TLS_IE		__attribute__((tls_model("initial-exec")))
+/* Thread-local slab figures are published past this many bytes. */
+#define PUBLISH_BYTES	(1ll << 20)
 
 #define RLD(x)		atomic_load_explicit(&(x), memory_order_relaxed)
 #define RST(x, v)	atomic_store_explicit(&(x), (v), memory_order_relaxed)
@@ -98,7 +113,8 @@ struct blk_rec {
  */
 static inline bool blk_read(const struct md_pool_block *b, struct blk_rec *r)
 {
-	uint64_t w = atomic_load_explicit(&b->sync.word, memory_order_acquire);
+	uint64_t w = atomic_load_explicit(w_word(&b->sync),
+					  memory_order_acquire);
 	uint64_t w2;
 
 	if (!w || w_state(w) == MD_BLOCK_RECYCLED)
@@ -107,7 +123,7 @@ static inline bool blk_read(const struct md_pool_block *b, struct blk_rec *r)
 	r->tag = RLD(((struct md_pool_block *)b)->tag);
 	r->site = RLD(((struct md_pool_block *)b)->site);
 	atomic_thread_fence(memory_order_acquire);
-	w2 = atomic_load_explicit(&b->sync.word, memory_order_relaxed);
+	w2 = atomic_load_explicit(w_word(&b->sync), memory_order_relaxed);
 	if (w_gen(w2) != w_gen(w) || w_state(w2) == MD_BLOCK_RECYCLED)
 		return false;
 	r->dev_va = b->dev_va;
@@ -267,8 +283,48 @@ struct md_pool {
 	bool has_oom;
 	struct md_oom_info last_oom;
 
+	const struct pool_tier_ops *tiers[MD_TIER_COUNT];
+
 	struct slab_class cls[];
 };
+
+/*
+ * One tier behind one interface. The API (pool.c) hands blocks out and
+ * recycles them (the reuse protocol, the counters) the same way for every
+ * tier and asks the tier only for memory; stats, snapshots and the cleaner
+ * (pool_stats.c) go through pool->tiers[] and know nothing of any tier.
+ * The slab tier's thread caches sit in front of its alloc and free: the
+ * fast path (pool.c) pops and pushes them directly, and falls back to the
+ * table without a cache.
+ */
+struct pool_tier_ops {
+	/*
+	 * A descriptor with memory for @size bytes, RECYCLED or never used,
+	 * off every free list; the caller hands it out.
+	 */
+	int (*alloc)(struct md_pool *pool, uint64_t size,
+		     struct md_pool_block **out);
+	/* A descriptor the caller just recycled: back on a free list. */
+	void (*free)(struct md_pool *pool, struct md_pool_block *b);
+	/* @fn on every live block (ALLOCATED, ACTIVE, RELEASED). */
+	int (*walk)(struct md_pool *pool, blk_fn fn, void *arg);
+	/*
+	 * What the tier caches goes back to the device: free memory, empty
+	 * regions, this thread's cached blocks; with @recycle, first
+	 * RELEASED blocks nobody freed (RECYCLED, counted as freed).
+	 */
+	void (*clean)(struct md_pool *pool, bool recycle,
+		      struct md_cleaner_report *rep);
+	/* The largest free extent (lib/runtime.md, Stats). */
+	uint64_t (*largest_free)(struct md_pool *pool);
+	/* Every region back to the device, every descriptor freed. */
+	void (*destroy)(struct md_pool *pool);
+	/* A thread's cached blocks back to the tier (NULL: no cache). */
+	void (*cache_flush)(struct md_pool *pool, struct tcache *tc);
+};
+
+extern const struct pool_tier_ops pool_slab_ops, pool_buddy_ops,
+	pool_large_ops;
 
 /* The thread caches' registry and the list of pools. */
 extern pthread_mutex_t md_pool_reg_lock;
@@ -277,7 +333,7 @@ extern struct md_pool *md_pool_list;
 /* Set when the pool's limit (not the backend) refused a region. */
 extern __thread bool md_pool_limit_hit;
 
-/* pool.c */
+/* pool_core.c */
 int pool_region_get(struct md_pool *pool, enum md_pool_tier tier,
 		    uint64_t want, uint64_t min, struct md_region *r);
 void pool_region_put(struct md_pool *pool, enum md_pool_tier tier,
@@ -288,29 +344,97 @@ void pool_count_free(struct md_pool *pool, struct tc_cell *c,
 		     enum md_pool_tier tier, uint64_t size, uint64_t req);
 /* RELEASED -> RECYCLED for the cleaner: true if this call did it. */
 bool pool_recycle_released(struct md_pool_block *b);
-void pool_flush_own(struct md_pool *pool);
-void pool_slab_clean(struct md_pool *pool, bool recycle,
-		     struct md_cleaner_report *rep);
-int pool_slab_walk(struct md_pool *pool, blk_fn fn, void *arg);
-uint64_t pool_slab_largest_free(struct md_pool *pool);
 void pool_sum_cells(struct md_pool *pool, struct tc_cell *sum,
 		    int64_t *peak_b, int64_t *peak_c);
+void pool_publish(struct md_pool *pool, enum md_pool_tier tier, int64_t db,
+		  int64_t maxb, int64_t dc, int64_t maxc);
+void pool_publish_pending(struct md_pool *pool, struct tc_cell *c);
+struct tcache *pool_tcache_slow(struct md_pool *pool);
+void pool_tcache_flush(struct md_pool *pool, struct tcache *tc);
+void pool_caches_detach(struct md_pool *pool);
+/* This thread's cache last used (pool_core.c). */
+extern __thread struct tcache *pool_tls_last TLS_IE;
 
-/* pool_xtier.c */
-int pool_buddy_alloc(struct md_pool *pool, uint64_t size,
-		     struct md_pool_block **out);
-void pool_buddy_free(struct md_pool *pool, struct md_pool_block *b);
-int pool_large_alloc(struct md_pool *pool, uint64_t size,
-		     struct md_pool_block **out);
-void pool_large_free(struct md_pool *pool, struct md_pool_block *b);
-void pool_xtier_clean(struct md_pool *pool, struct xtier *t,
-		      enum md_pool_tier tier, bool recycle,
-		      struct md_cleaner_report *rep);
-int pool_xtier_walk(struct md_pool *pool, struct xtier *t, blk_fn fn,
-		    void *arg);
-uint64_t pool_xtier_largest_free(struct md_pool *pool, struct xtier *t,
-				 enum md_pool_tier tier);
-void pool_xtier_destroy(struct md_pool *pool, struct xtier *t);
+static inline bool cas_w(struct md_pool_block *b, uint64_t *w, uint64_t nw)
+{
+	return atomic_compare_exchange_weak_explicit(w_word(&b->sync), w, nw,
+						     memory_order_acq_rel,
+						     memory_order_acquire);
+}
+
+/*
+ * This thread's cache (and stats cell) for @pool: one thread-local pointer
+ * compared with the pool's id; a moved epoch (the cleaner, an OOM) makes
+ * it give its cached blocks back first. NULL without memory for one.
+ */
+static POOL_INLINE struct tcache *tcache_get(struct md_pool *pool)
+{
+	struct tcache *tc = pool_tls_last;
+
+	if (likely(tc && tc->pool_id == pool->id)) {
+		uint32_t e = atomic_load_explicit(&pool->epoch,
+						  memory_order_relaxed);
+
+		if (unlikely(tc->epoch != e)) {
+			pool_tcache_flush(pool, tc);
+			tc->epoch = e;
+		}
+		return tc;
+	}
+	return pool_tcache_slow(pool);
+}
+
+/* A thread's own counters: relaxed loads and stores, no locked instruction. */
+static POOL_INLINE void count_alloc(struct md_pool *pool, struct tc_cell *c,
+				    enum md_pool_tier tier, uint64_t size,
+				    uint64_t req)
+{
+	RADD(c->nalloc[tier], 1);
+	RADD(c->balloc[tier], size);
+	RADD(c->ralloc[tier], req);
+	if (likely(tier == MD_TIER_SLAB)) {
+		int64_t pb = RLD(c->pend_b) + (int64_t)size;
+		int64_t pc = RLD(c->pend_c) + 1;
+
+		RST(c->pend_b, pb);
+		RST(c->pend_c, pc);
+		if (pc > RLD(c->pmax_c))
+			RST(c->pmax_c, pc);
+		if (pb > RLD(c->pmax_b)) {
+			RST(c->pmax_b, pb);
+			if (unlikely(pb > PUBLISH_BYTES))
+				pool_publish_pending(pool, c);
+		}
+		return;
+	}
+	pool_publish_pending(pool, c);
+	pool_publish(pool, tier, (int64_t)size, (int64_t)size, 1, 1);
+}
+
+static POOL_INLINE void count_free(struct md_pool *pool, struct tc_cell *c,
+				   enum md_pool_tier tier, uint64_t size,
+				   uint64_t req)
+{
+	RADD(c->nfree[tier], 1);
+	RADD(c->bfree[tier], size);
+	RADD(c->rfree[tier], req);
+	if (likely(tier == MD_TIER_SLAB)) {
+		int64_t pb = RLD(c->pend_b) - (int64_t)size;
+
+		RST(c->pend_b, pb);
+		RST(c->pend_c, RLD(c->pend_c) - 1);
+		if (unlikely(pb < -PUBLISH_BYTES))
+			pool_publish_pending(pool, c);
+		return;
+	}
+	pool_publish_pending(pool, c);
+	pool_publish(pool, tier, -(int64_t)size, 0, -1, 0);
+}
+
+
+/* pool.c: pool_slab_ops */
+
+/* pool_xtier.c: pool_buddy_ops, pool_large_ops */
 
 /* pool_stats.c */
 void pool_oom_fill(struct md_pool *pool, enum md_pool_tier tier,

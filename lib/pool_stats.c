@@ -80,12 +80,7 @@ MD_API void md_pool_stats(struct md_pool *pool, struct md_pool_stats *st)
 			s->peak_count = s->current_count;
 		s->free_bytes = s->region_bytes > s->current_bytes ?
 				s->region_bytes - s->current_bytes : 0;
-		if (t == MD_TIER_SLAB)
-			s->largest_free = pool_slab_largest_free(pool);
-		else
-			s->largest_free = pool_xtier_largest_free(pool,
-				t == MD_TIER_BUDDY ? &pool->buddy :
-						     &pool->large, t);
+		s->largest_free = pool->tiers[t]->largest_free(pool);
 		if (s->largest_free > s->free_bytes)
 			s->largest_free = s->free_bytes;
 		s->fragmentation = frag(s->largest_free, s->free_bytes);
@@ -226,12 +221,10 @@ static int rec_cmp(const void *a, const void *b)
 /* Every live block of @pool, in tier and address order. */
 static int collect(struct md_pool *pool, struct collect *c)
 {
-	int err = pool_slab_walk(pool, collect_fn, c);
+	int err = 0, t;
 
-	if (!err)
-		err = pool_xtier_walk(pool, &pool->buddy, collect_fn, c);
-	if (!err)
-		err = pool_xtier_walk(pool, &pool->large, collect_fn, c);
+	for (t = 0; t < MD_TIER_COUNT && !err; t++)
+		err = pool->tiers[t]->walk(pool, collect_fn, c);
 	if (err) {
 		free(c->v);
 		return err;
@@ -414,10 +407,10 @@ MD_API long md_snapshot_buf(struct md_pool *pool, char *buf, size_t len)
 
 void pool_reclaim(struct md_pool *pool)
 {
-	pool_flush_own(pool);
-	pool_slab_clean(pool, false, NULL);
-	pool_xtier_clean(pool, &pool->buddy, MD_TIER_BUDDY, false, NULL);
-	pool_xtier_clean(pool, &pool->large, MD_TIER_LARGE, false, NULL);
+	int t;
+
+	for (t = 0; t < MD_TIER_COUNT; t++)
+		pool->tiers[t]->clean(pool, false, NULL);
 }
 
 /*
@@ -459,12 +452,10 @@ static long clean_one(struct md_pool *pool, FILE *report,
 	struct collect c = { .held_only = true };
 	char a[32], b[32], d[32];
 	size_t i;
-	int err;
+	int err, t;
 
-	pool_flush_own(pool);
-	pool_slab_clean(pool, true, &rep);
-	pool_xtier_clean(pool, &pool->buddy, MD_TIER_BUDDY, true, &rep);
-	pool_xtier_clean(pool, &pool->large, MD_TIER_LARGE, true, &rep);
+	for (t = 0; t < MD_TIER_COUNT; t++)
+		pool->tiers[t]->clean(pool, true, &rep);
 	err = collect(pool, &c);
 	if (err)
 		return err;

@@ -53,8 +53,8 @@ static struct xblock *xblock_get(struct md_pool *pool, struct xtier *t,
 
 /* ------------------------------------------------------------ buddy */
 
-int pool_buddy_alloc(struct md_pool *pool, uint64_t size,
-		     struct md_pool_block **out)
+static int buddy_alloc(struct md_pool *pool, uint64_t size,
+		       struct md_pool_block **out)
 {
 	struct xtier *t = &pool->buddy;
 	uint64_t units = (size + pool->granule - 1) / pool->granule;
@@ -126,7 +126,7 @@ static void buddy_put(struct xtier *t, struct xblock *x)
 	xlist_add(&t->spare, x);
 }
 
-void pool_buddy_free(struct md_pool *pool, struct md_pool_block *b)
+static void buddy_free(struct md_pool *pool, struct md_pool_block *b)
 {
 	struct xtier *t = &pool->buddy;
 
@@ -137,8 +137,8 @@ void pool_buddy_free(struct md_pool *pool, struct md_pool_block *b)
 
 /* ------------------------------------------------------------ large */
 
-int pool_large_alloc(struct md_pool *pool, uint64_t size,
-		     struct md_pool_block **out)
+static int large_alloc(struct md_pool *pool, uint64_t size,
+		       struct md_pool_block **out)
 {
 	struct xtier *t = &pool->large;
 	uint64_t g = pool->align > pool->page ? pool->align : pool->page;
@@ -180,7 +180,7 @@ int pool_large_alloc(struct md_pool *pool, uint64_t size,
 	return err;
 }
 
-void pool_large_free(struct md_pool *pool, struct md_pool_block *b)
+static void large_free(struct md_pool *pool, struct md_pool_block *b)
 {
 	struct xtier *t = &pool->large;
 	struct xblock *x = (struct xblock *)b;
@@ -193,9 +193,9 @@ void pool_large_free(struct md_pool *pool, struct md_pool_block *b)
 
 /* ------------------------------------------------------------ both */
 
-void pool_xtier_clean(struct md_pool *pool, struct xtier *t,
-		      enum md_pool_tier tier, bool recycle,
-		      struct md_cleaner_report *rep)
+static void xtier_clean(struct md_pool *pool, struct xtier *t,
+			enum md_pool_tier tier, bool recycle,
+			struct md_cleaner_report *rep)
 {
 	struct tc_cell *cell = NULL;
 	struct xblock *x, *next;
@@ -251,14 +251,12 @@ void pool_xtier_clean(struct md_pool *pool, struct xtier *t,
 		pool_cell_put(pool, locked);
 }
 
-int pool_xtier_walk(struct md_pool *pool, struct xtier *t, blk_fn fn,
-		    void *arg)
+static int xtier_walk(struct xtier *t, blk_fn fn, void *arg)
 {
 	struct blk_rec rec;
 	struct xblock *x;
 	int err = 0;
 
-	(void)pool;
 	pthread_mutex_lock(&t->lock);
 	for (x = t->live; x && !err; x = x->next)
 		if (blk_read(&x->b, &rec))
@@ -267,8 +265,8 @@ int pool_xtier_walk(struct md_pool *pool, struct xtier *t, blk_fn fn,
 	return err;
 }
 
-uint64_t pool_xtier_largest_free(struct md_pool *pool, struct xtier *t,
-				 enum md_pool_tier tier)
+static uint64_t xtier_largest_free(struct md_pool *pool, struct xtier *t,
+				   enum md_pool_tier tier)
 {
 	uint64_t best = 0, l;
 	struct bregion *r;
@@ -300,7 +298,7 @@ static void xlist_free(struct md_pool *pool, struct xblock *x, bool regions)
 	}
 }
 
-void pool_xtier_destroy(struct md_pool *pool, struct xtier *t)
+static void xtier_destroy(struct md_pool *pool, struct xtier *t)
 {
 	bool large = t == &pool->large;
 	struct bregion *r;
@@ -315,3 +313,67 @@ void pool_xtier_destroy(struct md_pool *pool, struct xtier *t)
 		free(r);
 	}
 }
+
+/* ------------------------------------------------------------ the tables */
+
+static int buddy_walk(struct md_pool *pool, blk_fn fn, void *arg)
+{
+	return xtier_walk(&pool->buddy, fn, arg);
+}
+
+static int large_walk(struct md_pool *pool, blk_fn fn, void *arg)
+{
+	return xtier_walk(&pool->large, fn, arg);
+}
+
+static void buddy_clean(struct md_pool *pool, bool recycle,
+			struct md_cleaner_report *rep)
+{
+	xtier_clean(pool, &pool->buddy, MD_TIER_BUDDY, recycle, rep);
+}
+
+static void large_clean(struct md_pool *pool, bool recycle,
+			struct md_cleaner_report *rep)
+{
+	xtier_clean(pool, &pool->large, MD_TIER_LARGE, recycle, rep);
+}
+
+static uint64_t buddy_largest_free(struct md_pool *pool)
+{
+	return xtier_largest_free(pool, &pool->buddy, MD_TIER_BUDDY);
+}
+
+static uint64_t large_largest_free(struct md_pool *pool)
+{
+	return xtier_largest_free(pool, &pool->large, MD_TIER_LARGE);
+}
+
+static void buddy_destroy(struct md_pool *pool)
+{
+	xtier_destroy(pool, &pool->buddy);
+	pthread_mutex_destroy(&pool->buddy.lock);
+}
+
+static void large_destroy(struct md_pool *pool)
+{
+	xtier_destroy(pool, &pool->large);
+	pthread_mutex_destroy(&pool->large.lock);
+}
+
+const struct pool_tier_ops pool_buddy_ops = {
+	.alloc = buddy_alloc,
+	.free = buddy_free,
+	.walk = buddy_walk,
+	.clean = buddy_clean,
+	.largest_free = buddy_largest_free,
+	.destroy = buddy_destroy,
+};
+
+const struct pool_tier_ops pool_large_ops = {
+	.alloc = large_alloc,
+	.free = large_free,
+	.walk = large_walk,
+	.clean = large_clean,
+	.largest_free = large_largest_free,
+	.destroy = large_destroy,
+};

@@ -102,6 +102,12 @@ void md_rb_insert(struct md_rb_tree *t, struct md_rb_node *n, md_rb_cmp_t cmp)
 		parent = *link;
 		link = cmp(n, parent) < 0 ? &parent->left : &parent->right;
 	}
+	md_rb_link(t, n, parent, link);
+}
+
+void md_rb_link(struct md_rb_tree *t, struct md_rb_node *n,
+		struct md_rb_node *parent, struct md_rb_node **link)
+{
 	n->parent = parent;
 	n->left = NULL;
 	n->right = NULL;
@@ -109,6 +115,17 @@ void md_rb_insert(struct md_rb_tree *t, struct md_rb_node *n, md_rb_cmp_t cmp)
 	*link = n;
 	t->count++;
 	rb_insert_fixup(t, n);
+}
+
+void md_rb_replace(struct md_rb_tree *t, struct md_rb_node *old,
+		   struct md_rb_node *n)
+{
+	*n = *old;
+	rb_replace_link(t, old, n);
+	if (n->left)
+		n->left->parent = n;
+	if (n->right)
+		n->right->parent = n;
 }
 
 /*

@@ -2,7 +2,7 @@
 /*
  * An intrusive red-black tree (Cormen et al., ch. 13): parent pointers,
  * NULL leaves (black), keys compared by the caller's function. Used by the
- * dynamic pool (its free and live trees) and by the planner's sweep (free
+ * dynamic pool (its free tree) and by the planner's sweep (free
  * gaps by offset and by length). Not thread-safe: callers lock.
  */
 #ifndef METADEF_RBTREE_H
@@ -27,7 +27,21 @@ typedef int (*md_rb_cmp_t)(const struct md_rb_node *a,
 
 /* Insert @n (its key already set); equal keys go right. */
 void md_rb_insert(struct md_rb_tree *t, struct md_rb_node *n, md_rb_cmp_t cmp);
+/*
+ * Insert @n as the child at @link (&parent->left or ->right, or &t->root
+ * with @parent NULL) of a search the caller ran itself (with its key
+ * comparison inline, no call per level), then rebalance.
+ */
+void md_rb_link(struct md_rb_tree *t, struct md_rb_node *n,
+		struct md_rb_node *parent, struct md_rb_node **link);
 void md_rb_erase(struct md_rb_tree *t, struct md_rb_node *n);
+/*
+ * @n takes @old's place (links and colour); @old leaves the tree. The
+ * caller makes sure @n's key sorts where @old's did (between @old's
+ * in-order neighbours): no search, no rebalancing.
+ */
+void md_rb_replace(struct md_rb_tree *t, struct md_rb_node *old,
+		   struct md_rb_node *n);
 
 /* The leftmost / rightmost node of the subtree at @n (NULL if empty). */
 struct md_rb_node *md_rb_first(struct md_rb_node *n);

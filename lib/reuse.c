@@ -67,14 +67,14 @@ static int refuse(const struct md_block_sync *b, enum md_reuse_op op,
 
 static inline bool cas(struct md_block_sync *b, uint64_t *old, uint64_t new)
 {
-	return atomic_compare_exchange_weak_explicit(&b->word, old, new,
+	return atomic_compare_exchange_weak_explicit(w_word(b), old, new,
 						     memory_order_acq_rel,
 						     memory_order_acquire);
 }
 
 MD_API void md_block_sync_init(struct md_block_sync *b)
 {
-	atomic_init(&b->word, w_pack(MD_BLOCK_ALLOCATED, 0, 0));
+	atomic_init(w_word(b), w_pack(MD_BLOCK_ALLOCATED, 0, 0));
 }
 
 /*
@@ -86,7 +86,7 @@ static inline int transition(struct md_block_sync *b, enum md_reuse_op op,
 			     uint64_t (*next)(uint64_t), const uint32_t *gen,
 			     uint64_t *nwp)
 {
-	uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
+	uint64_t w = atomic_load_explicit(w_word(b), memory_order_acquire);
 	uint64_t nw;
 
 	for (;;) {
@@ -142,17 +142,17 @@ MD_API int md_block_sync_reuse(struct md_block_sync *b)
 
 MD_API enum md_block_state md_block_sync_state(const struct md_block_sync *b)
 {
-	return w_state(atomic_load_explicit(&b->word, memory_order_acquire));
+	return w_state(atomic_load_explicit(w_word(b), memory_order_acquire));
 }
 
 MD_API uint32_t md_block_sync_holders(const struct md_block_sync *b)
 {
-	return w_holders(atomic_load_explicit(&b->word, memory_order_acquire));
+	return w_holders(atomic_load_explicit(w_word(b), memory_order_acquire));
 }
 
 MD_API uint32_t md_block_sync_generation(const struct md_block_sync *b)
 {
-	return w_gen(atomic_load_explicit(&b->word, memory_order_acquire));
+	return w_gen(atomic_load_explicit(w_word(b), memory_order_acquire));
 }
 
 MD_API const char *md_block_state_name(enum md_block_state state)

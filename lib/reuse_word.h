@@ -9,9 +9,25 @@
 #ifndef METADEF_REUSE_WORD_H
 #define METADEF_REUSE_WORD_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <metadef/reuse.h>
+
+/*
+ * The word as what it is to the library: a C11 atomic. reuse.h declares it
+ * a plain uint64_t with the atomic's size and alignment (C++ has no
+ * _Atomic), and every access in the library goes through this pointer,
+ * never through the plain integer.
+ */
+static inline _Atomic uint64_t *w_word(const struct md_block_sync *b)
+{
+	return (_Atomic uint64_t *)&((struct md_block_sync *)b)->word;
+}
+
+_Static_assert(sizeof(_Atomic uint64_t) == sizeof(uint64_t) &&
+	       _Alignof(_Atomic uint64_t) <= _Alignof(struct md_block_sync),
+	       "reuse.h's word must be laid out as a C11 atomic");
 
 #define STATE_MASK	0xffull
 #define HOLDER_SHIFT	8

@@ -7,9 +7,13 @@
  * for new regions on every request. The dynamic pool reserves a large
  * region once and carves blocks out of it:
  *
- *   - best fit: free blocks sit in a red-black tree ordered by (size,
- *     address); an allocation takes the smallest free block that fits (the
- *     lowest address among equals) and splits off what it does not need;
+ *   - best fit: free blocks smaller than 1024 x the alignment sit in bins
+ *     of their exact size (each a red-black tree by address, a bitmap of
+ *     the bins that are not empty), larger ones in a red-black tree
+ *     ordered by (size, address); an allocation takes the smallest free
+ *     block that fits (the lowest address among equals: the first
+ *     non-empty bin from its size up, else the tree's lower bound) and
+ *     splits off what it does not need;
  *   - coalescing: each region keeps its blocks in address order, so a freed
  *     block merges with a free left and right neighbour in O(log n);
  *   - growth: when no free block fits, the pool reserves one more region,
@@ -32,8 +36,8 @@
  * acquired) or RELEASED (its last holder let go) to RECYCLED in one
  * compare-exchange as it goes back to the free tree (-EBUSY while it is
  * held); when
- * its metadata serves a new block, md_block_sync_reuse() makes it
- * ALLOCATED again with the next generation. A double free, a free of a
+ * its metadata serves a new block, it becomes ALLOCATED again with the
+ * next generation (as md_block_sync_reuse() would make it). A double free, a free of a
  * block the pool does not know, or of a block reused since (stale
  * generation) is refused with -EINVAL and counted in bad_frees; a double
  * free whose block is still RECYCLED is also reported through the reuse
@@ -112,7 +116,7 @@ struct md_dynpool_stats {
 	uint64_t bytes_peak;
 	uint64_t blocks_in_use;
 	uint64_t free_bytes;
-	uint64_t free_blocks;		/* nodes of the free tree */
+	uint64_t free_blocks;		/* free blocks (bins and tree) */
 	uint64_t largest_free;
 	double fragmentation;		/* 1 - largest_free / free_bytes; 0 if none */
 };
@@ -165,7 +169,7 @@ int md_dynpool_trim(struct md_dynpool *pool);
 /* md_dynpool_stats() - a consistent copy of the pool's counters. */
 void md_dynpool_stats(struct md_dynpool *pool, struct md_dynpool_stats *st);
 
-/* One node of the free tree, as md_dynpool_dump_free() reports it. */
+/* One node of md_dynpool_dump_free()'s tree of the free blocks. */
 struct md_dynpool_node {
 	uint64_t dev_va;
 	uint64_t size;
@@ -175,18 +179,21 @@ struct md_dynpool_node {
 };
 
 /*
- * md_dynpool_dump_free() - the free tree in pre-order (the root first),
- * for inspection and tests: writes up to @max nodes to @out and returns how
- * many there are (more than @max: nothing useful written; call again with
- * room).
+ * md_dynpool_dump_free() - every free block (bins and tree alike) as one
+ * balanced red-black search tree by (size, address), in pre-order (the
+ * root first), for inspection and tests: writes up to @max nodes to @out
+ * and returns how many there are (more than @max: nothing useful written;
+ * call again with room).
  */
 size_t md_dynpool_dump_free(struct md_dynpool *pool,
 			    struct md_dynpool_node *out, size_t max);
 
 /*
- * md_dynpool_check() - validate every internal invariant: both trees
- * (ordering, parent links, root black, no red child of a red node, equal
- * black height on every path, node counts), each region's address list
+ * md_dynpool_check() - validate every internal invariant: the free tree
+ * and every bin (ordering, parent links, root black, no red child of a red
+ * node, equal black height on every path, node counts; each bin's blocks
+ * of its size, its bit set iff it is not empty; the tree's blocks past the
+ * bins), each region's address list
  * (contiguous, covering the region, no two free neighbours), the counters
  * and the reuse states (free blocks RECYCLED, live ones not). Return: 0 or
  * -EUCLEAN with *@why (if not NULL) naming the first broken rule.

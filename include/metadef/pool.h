@@ -240,12 +240,19 @@ int md_alloc(struct md_pool *pool, uint64_t size, struct md_buf *out);
 int md_alloc_ex(struct md_pool *pool, uint64_t size,
 		const struct md_alloc_opts *opts, struct md_buf *out);
 
+/* md_alloc_ex() with @tag and @site only (C and C++ alike). */
+static inline int md_alloc_tagged_at(struct md_pool *pool, uint64_t size,
+				     const char *tag, const char *site,
+				     struct md_buf *out)
+{
+	struct md_alloc_opts opts = { tag, site, NULL };
+
+	return md_alloc_ex(pool, size, &opts, out);
+}
+
 /* md_alloc() recording @tag and the caller's file and line. */
 #define md_alloc_tagged(pool, size, owner, out)				\
-	md_alloc_ex((pool), (size),					\
-		    &(const struct md_alloc_opts){ .tag = (owner),	\
-						   .site = MD_SITE },	\
-		    (out))
+	md_alloc_tagged_at((pool), (size), (owner), MD_SITE, (out))
 
 /*
  * md_free() - give a block back (see the table above). Return: 0, -EBUSY,

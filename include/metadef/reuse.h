@@ -11,8 +11,9 @@
  *       |                              (holders + 1 / - 1)             v
  *       `------------------------------ reuse ----------------------- RECYCLED
  *
- * One 64-bit C11 atomic word holds the state, the number of holders and a
- * generation that reuse increments. Every transition is a compare-exchange
+ * One 64-bit word, changed only atomically (C11 atomics, inside the
+ * library), holds the state, the number of holders and a generation that
+ * reuse increments. Every transition is a compare-exchange
  * (acq_rel on success, acquire on failure) from the state it requires, so
  * two threads racing to move one block can never both win, and an illegal
  * transition (acquire after release, release of a free block, recycling a
@@ -47,8 +48,14 @@ enum md_reuse_op {
 	MD_REUSE_REUSE,
 };
 
+/*
+ * The word: state:8 | holders:24 | generation:32. Private: read and change
+ * it only through the md_block_sync_*() functions, which access it as the
+ * C11 atomic it is inside the library. It is a plain integer here (with
+ * the atomic's alignment) so that this header is C11 and C++ alike.
+ */
 struct md_block_sync {
-	_Atomic uint64_t word;	/* state:8 | holders:24 | generation:32 */
+	uint64_t word __attribute__((aligned(8)));
 };
 
 #define MD_BLOCK_MAX_HOLDERS	((1u << 24) - 1)

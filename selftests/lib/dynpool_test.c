@@ -405,6 +405,98 @@ static int four_open(struct four *f)
 	return err;
 }
 
+/*
+ * Free blocks below 1024 x the alignment sit in bins of their size (by
+ * address), larger ones in the tree (lib/dynpool.c, DP_BINS). Best fit
+ * across that edge: an exact bin first (lowest address), a larger bin,
+ * then the tree's smallest block; the dump stays one valid tree of every
+ * free block in (size, address) order, and the largest free block is
+ * found in the tree or, without one, in the bins.
+ */
+TEST(best_fit_across_the_bins_and_the_tree)
+{
+	enum { A = 64 };
+	struct md_dynpool_config cfg = { .initial = 2 * MiB, .capacity = 2 * MiB };
+	struct md_dynblock blk[9], x, y, z;
+	static const uint64_t units[9] = { 1023, 1, 1024, 1, 1023, 1, 1025, 1,
+					   1 };
+	struct md_dynpool_stats st;
+	struct pool_env e;
+	int i;
+
+	ASSERT_EQ(0, env_open(&e, A, &cfg));
+	for (i = 0; i < 9; i++)
+		ASSERT_EQ(0, md_dynpool_alloc(e.pool, units[i] * A, &blk[i]));
+	/* Free the four big ones; the 1-unit blocks keep them apart. */
+	for (i = 0; i < 8; i += 2)
+		ASSERT_EQ(0, md_dynpool_free(e.pool, &blk[i]));
+	ASSERT_EQ(5, dump_checked(e.pool));	/* and the tail */
+	ASSERT_EQ(0, md_dynpool_check(e.pool, NULL));
+	st = stats(e.pool);
+	EXPECT_EQ(tree.order[4]->size, st.largest_free);
+
+	/* An exact bin: the lower of the two 1023-unit blocks. */
+	ASSERT_EQ(0, md_dynpool_alloc(e.pool, 1023 * A, &x));
+	EXPECT_EQ(blk[0].dev_va, x.dev_va);
+	/* A larger bin: the other one, split; its 23 units go to a bin. */
+	ASSERT_EQ(0, md_dynpool_alloc(e.pool, 1000 * A, &y));
+	EXPECT_EQ(blk[4].dev_va, y.dev_va);
+	ASSERT_EQ(0, md_dynpool_check(e.pool, NULL));
+	/* No bin fits: the tree's smallest (1024 units), 1 unit left. */
+	ASSERT_EQ(0, md_dynpool_alloc(e.pool, 1023 * A, &z));
+	EXPECT_EQ(blk[2].dev_va, z.dev_va);
+	ASSERT_EQ(4, dump_checked(e.pool));
+	EXPECT_EQ(A, tree.order[0]->size);
+	EXPECT_EQ(blk[2].dev_va + 1023 * A, tree.order[0]->dev_va);
+	EXPECT_EQ(23 * A, tree.order[1]->size);
+	EXPECT_EQ(1025 * A, tree.order[2]->size);
+	ASSERT_EQ(0, md_dynpool_check(e.pool, NULL));
+
+	/* Everything back: one block again. */
+	ASSERT_EQ(0, md_dynpool_free(e.pool, &x));
+	ASSERT_EQ(0, md_dynpool_free(e.pool, &y));
+	ASSERT_EQ(0, md_dynpool_free(e.pool, &z));
+	for (i = 1; i < 9; i += 2)
+		ASSERT_EQ(0, md_dynpool_free(e.pool, &blk[i]));
+	ASSERT_EQ(0, md_dynpool_free(e.pool, &blk[8]));
+	ASSERT_EQ(1, dump_checked(e.pool));
+	EXPECT_EQ(2 * MiB, tree.order[0]->size);
+	ASSERT_EQ(0, md_dynpool_check(e.pool, NULL));
+	env_close(&e);
+}
+
+/* With an alignment that puts every size in a bin: no tree at all. */
+TEST(every_free_block_in_a_bin)
+{
+	struct md_dynpool_config cfg = { .initial = 1 * MiB, .capacity = 1 * MiB,
+					 .align = 4096 };
+	struct md_dynblock b[4];
+	struct md_dynpool_stats st;
+	struct pool_env e;
+	int i;
+
+	ASSERT_EQ(0, env_open(&e, 64, &cfg));
+	st = stats(e.pool);
+	EXPECT_EQ(1 * MiB, st.largest_free);
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, md_dynpool_alloc(e.pool, (i + 1) * 4096, &b[i]));
+	ASSERT_EQ(0, md_dynpool_free(e.pool, &b[1]));
+	ASSERT_EQ(2, dump_checked(e.pool));
+	st = stats(e.pool);
+	EXPECT_EQ(1 * MiB - 10 * 4096, st.largest_free);
+	EXPECT_EQ(2, st.free_blocks);
+	EXPECT_EQ(1 * MiB - 8 * 4096, st.free_bytes);
+	ASSERT_EQ(0, md_dynpool_check(e.pool, NULL));
+	for (i = 0; i < 4; i++)
+		if (i != 1)
+			ASSERT_EQ(0, md_dynpool_free(e.pool, &b[i]));
+	st = stats(e.pool);
+	EXPECT_EQ(1 * MiB, st.largest_free);
+	EXPECT_EQ(1, st.free_blocks);
+	ASSERT_EQ(0, md_dynpool_check(e.pool, NULL));
+	env_close(&e);
+}
+
 TEST(coalesce_with_the_left_neighbour)
 {
 	struct four f;
@@ -769,6 +861,51 @@ TEST(double_and_unknown_frees_are_refused_and_reported)
 	EXPECT_EQ(st.reserved_bytes, st.free_bytes);
 	EXPECT_EQ(0, md_dynpool_check(e.pool, NULL));
 	EXPECT_EQ(5, nbad);
+	env_close(&e);
+}
+
+/*
+ * md_dynpool_free() finds the block from the descriptor's sync pointer (no
+ * search by address): a pointer into the metadata that is not a block's
+ * sync, another live block's sync, a free or cached block's are all
+ * refused, and change nothing.
+ */
+TEST(free_checks_the_sync_pointer)
+{
+	struct md_dynpool_config cfg = { .initial = 64 * KiB };
+	struct md_dynblock a, b, c, fake;
+	struct pool_env e;
+	int calls = 0;
+
+	cfg.bad_free = record_bad_free;
+	cfg.bad_free_arg = &calls;
+	ASSERT_EQ(0, env_open(&e, 64, &cfg));
+	ASSERT_EQ(0, md_dynpool_alloc(e.pool, 4096, &a));
+	ASSERT_EQ(0, md_dynpool_alloc(e.pool, 4096, &b));
+	ASSERT_EQ(0, md_dynpool_alloc(e.pool, 4096, &c));
+	/* Inside the metadata, not at a sync. */
+	fake = a;
+	fake.sync = (struct md_block_sync *)((char *)a.sync + 4);
+	EXPECT_EQ(-EINVAL, md_dynpool_free(e.pool, &fake));
+	/* b's metadata with a's address, a's with b's. */
+	fake = a;
+	fake.sync = b.sync;
+	EXPECT_EQ(-EINVAL, md_dynpool_free(e.pool, &fake));
+	fake = b;
+	fake.dev_va = a.dev_va;
+	EXPECT_EQ(-EINVAL, md_dynpool_free(e.pool, &fake));
+	/* b freed and merged into its free right neighbour: cached. */
+	ASSERT_EQ(0, md_dynpool_free(e.pool, &c));
+	ASSERT_EQ(0, md_dynpool_free(e.pool, &b));
+	EXPECT_EQ(-EINVAL, md_dynpool_free(e.pool, &b));
+	EXPECT_EQ(-EINVAL, md_dynpool_free(e.pool, &c));
+	EXPECT_EQ(5, stats(e.pool).bad_frees);
+	EXPECT_EQ(5, calls);
+	EXPECT_EQ(MD_BLOCK_ALLOCATED, md_block_sync_state(a.sync));
+	EXPECT_EQ(0, md_dynpool_check(e.pool, NULL));
+	EXPECT_EQ(0, md_dynpool_free(e.pool, &a));
+	EXPECT_EQ(1, stats(e.pool).free_blocks);
+	EXPECT_EQ(0, md_dynpool_check(e.pool, NULL));
 	env_close(&e);
 }
 

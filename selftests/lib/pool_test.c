@@ -408,6 +408,86 @@ TEST(reuse_protocol_and_violations)
 	md_device_close(dev);
 }
 
+/*
+ * md_alloc() hands a block out of this thread's cache with one store, not
+ * a compare-exchange (nothing else writes a RECYCLED word). What that
+ * must not change, for blocks in the cache (a full bin, part of it
+ * flushed back to the slabs) and without caches: every double free of a
+ * cached block refused and counted, every old handle stale after the
+ * block's next life, the generation one more per life, each block handed
+ * out once.
+ */
+static void cached_blocks_refusals(struct __test_metadata *_metadata,
+				   uint32_t flags)
+{
+	enum { N = 200 };
+	struct md_pool_config cfg = { .flags = flags };
+	struct md_device *dev = host_dev(64);
+	static struct md_buf old[N], now[N];
+	struct md_pool_stats st;
+	struct md_pool *pool;
+	int i, j, reused = 0;
+
+	ASSERT_NE(NULL, dev);
+	ASSERT_EQ(0, md_pool_create(dev, &cfg, &pool));
+	for (i = 0; i < N; i++)
+		ASSERT_EQ(0, md_alloc(pool, 64, &old[i]));
+	for (i = 0; i < N; i++)
+		ASSERT_EQ(0, md_free(pool, &old[i]));
+	/* In this thread's bin or back on a slab: RECYCLED either way. */
+	for (i = 0; i < N; i++) {
+		EXPECT_EQ(-EINVAL, md_free(pool, &old[i]));
+		EXPECT_EQ(-ESTALE, md_buf_acquire(pool, &old[i]));
+		EXPECT_EQ(-ESTALE, md_buf_state(pool, &old[i]));
+	}
+	/* The next lives, from the bin first. */
+	for (i = 0; i < N; i++) {
+		ASSERT_EQ(0, md_alloc(pool, 64, &now[i]));
+		EXPECT_EQ(MD_BLOCK_ALLOCATED, md_buf_state(pool, &now[i]));
+		for (j = 0; j < i; j++)
+			ASSERT_NE(now[j].block, now[i].block);
+	}
+	/* A block not handed out again is still RECYCLED: a double free. */
+	for (i = 0; i < N; i++) {
+		for (j = 0; j < N; j++)
+			if (now[j].block == old[i].block)
+				break;
+		if (j < N) {
+			reused++;
+			EXPECT_EQ(old[i].generation + 1, now[j].generation);
+			EXPECT_EQ(-ESTALE, md_free(pool, &old[i]));
+		} else {
+			EXPECT_EQ(-EINVAL, md_free(pool, &old[i]));
+		}
+		EXPECT_EQ(-ESTALE, md_buf_release(pool, &old[i]));
+	}
+	/* At least the bin's worth came back from the cache. */
+	EXPECT_GE(reused, 32);
+	for (i = 0; i < N; i++) {
+		EXPECT_EQ(0, md_free(pool, &now[i]));
+		EXPECT_EQ(-EINVAL, md_free(pool, &now[i]));
+	}
+	md_pool_stats(pool, &st);
+	EXPECT_EQ(3 * N - reused, st.violation[MD_POOL_DOUBLE_FREE]);
+	EXPECT_EQ(2 * N + reused, st.violation[MD_POOL_USE_AFTER_FREE]);
+	EXPECT_EQ(5 * N, st.violations);
+	EXPECT_EQ(2 * N, st.total.alloc_count);
+	EXPECT_EQ(2 * N, st.total.free_count);
+	EXPECT_EQ(0, st.total.current_count);
+	md_pool_destroy(pool);
+	md_device_close(dev);
+}
+
+TEST(cached_blocks_double_free_and_stale)
+{
+	cached_blocks_refusals(_metadata, 0);
+}
+
+TEST(cached_blocks_double_free_and_stale_without_thread_caches)
+{
+	cached_blocks_refusals(_metadata, MD_POOL_NO_TCACHE);
+}
+
 /* Many holders; the block is RELEASED only when the last one goes. */
 TEST(holders_counted)
 {

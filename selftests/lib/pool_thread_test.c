@@ -621,6 +621,131 @@ TEST(threads_free_versus_acquire)
 	md_device_close(dev);
 }
 
+/*
+ * Stale handles against the hand-out's store: the owner frees a round's
+ * blocks into its cache and hands them out again and again (one store per
+ * hand-out, no compare-exchange) while another thread frees, acquires and
+ * releases the round's old handles. Every one of those must be refused
+ * (a double free while the block is still RECYCLED in that generation,
+ * stale once it was handed out again), counted, and never disturb the
+ * owner: its allocs and frees all succeed, each block once.
+ */
+struct stale_race {
+	struct md_pool *pool;
+	struct gate *g;
+	struct md_buf *old;	/* RACE_BLOCKS handles, freed */
+	atomic_int started;	/* the round the racer is in */
+	int rounds;
+	long calls, double_free, stale, other;
+};
+
+static void *stale_fn(void *arg)
+{
+	struct stale_race *r = arg;
+	int i, k, rep, err;
+
+	for (i = 1; i <= r->rounds; i++) {
+		gate_wait(r->g, i);
+		atomic_store(&r->started, i);
+		for (rep = 0; rep < 4; rep++) {
+			for (k = 0; k < RACE_BLOCKS; k++) {
+				const struct md_buf *b = &r->old[k];
+
+				err = md_free(r->pool, b);
+				r->calls++;
+				if (err == -EINVAL)
+					r->double_free++;
+				else if (err == -ESTALE)
+					r->stale++;
+				else
+					r->other++;
+				err = md_buf_acquire(r->pool, b);
+				r->calls++;
+				if (err == -ESTALE)
+					r->stale++;
+				else
+					r->other++;
+				err = md_buf_release(r->pool, b);
+				r->calls++;
+				if (err == -ESTALE)
+					r->stale++;
+				else
+					r->other++;
+			}
+		}
+		atomic_fetch_add(&r->g->done, 1);
+	}
+	return NULL;
+}
+
+TEST(threads_stale_handles_against_the_cache)
+{
+	struct md_device *dev = host_dev(64);
+	enum { ROUNDS = 400 / TSAN_SLOWER };
+	struct md_buf old[RACE_BLOCKS], live[RACE_BLOCKS];
+	struct stale_race r;
+	struct gate g = { 0 };
+	struct md_pool_stats st;
+	struct md_pool *pool;
+	long owner_errors = 0, owner_ops = 0;
+	volatile int spin;
+	pthread_t th;
+	int i, k, j, rep;
+
+	ASSERT_NE(NULL, dev);
+	ASSERT_EQ(0, md_pool_create(dev, NULL, &pool));
+	r = (struct stale_race){ .pool = pool, .g = &g, .old = old,
+				 .rounds = ROUNDS };
+	ASSERT_EQ(0, pthread_create(&th, NULL, stale_fn, &r));
+	for (i = 1; i <= ROUNDS; i++) {
+		for (k = 0; k < RACE_BLOCKS; k++)
+			ASSERT_EQ(0, md_alloc(pool, 64 + k % 4 * 64, &old[k]));
+		for (k = 0; k < RACE_BLOCKS; k++)
+			ASSERT_EQ(0, md_free(pool, &old[k]));
+		/* The racer starts; the owner works its cache meanwhile. */
+		atomic_store(&g.done, 0);
+		atomic_store(&g.round, i);
+		/* Let it find some still RECYCLED (double frees) first. */
+		while (atomic_load(&r.started) != i)
+			sched_yield();
+		for (spin = 0; spin < i % 7 * 300; spin++)
+			;
+		for (rep = 0; rep < 8; rep++) {
+			for (k = 0; k < RACE_BLOCKS; k++) {
+				owner_ops++;
+				if (md_alloc(pool, 64 + k % 4 * 64, &live[k]))
+					owner_errors++;
+			}
+			for (k = 0; k < RACE_BLOCKS; k++)
+				for (j = 0; j < k; j++)
+					if (live[j].block == live[k].block)
+						owner_errors++;
+			for (k = 0; k < RACE_BLOCKS; k++)
+				if (md_free(pool, &live[k]))
+					owner_errors++;
+		}
+		while (atomic_load(&g.done) != 1)
+			sched_yield();
+	}
+	pthread_join(th, NULL);
+	EXPECT_EQ(0, owner_errors);
+	EXPECT_EQ(0, r.other);
+	EXPECT_EQ(r.calls, r.double_free + r.stale);
+	/* Both sides of the race happened. */
+	EXPECT_LT(0, r.double_free);
+	EXPECT_LT(0, r.stale);
+	md_pool_stats(pool, &st);
+	EXPECT_EQ(r.double_free, st.violation[MD_POOL_DOUBLE_FREE]);
+	EXPECT_EQ(r.stale, st.violation[MD_POOL_USE_AFTER_FREE]);
+	EXPECT_EQ(r.calls, st.violations);
+	EXPECT_EQ(ROUNDS * RACE_BLOCKS + owner_ops, st.total.alloc_count);
+	EXPECT_EQ(0, st.total.current_count);
+	TH_LOG("%ld stale calls: %ld double frees, %ld stale", r.calls,
+	       r.double_free, r.stale);
+	md_pool_destroy(pool);
+	md_device_close(dev);
+}
+
 /* ------------------------------------------------------------ cleaner */
 
 struct worker {

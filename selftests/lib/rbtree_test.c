@@ -97,6 +97,64 @@ TEST(random_inserts_and_erases_match_a_sorted_array)
 	free(buf);
 }
 
+/*
+ * md_rb_replace(): an item that is out takes the place of one that is in,
+ * with a key between the old one's neighbours (the dynamic pool's split
+ * and coalescing); md_rb_link() through md_rb_insert() is covered above.
+ */
+TEST(replace_keeps_order_and_colours)
+{
+	enum { N = 1000, STEPS = 20000 };
+	struct item *it = calloc(N, sizeof(*it));
+	struct md_rb_node **buf = calloc(N, sizeof(*buf));
+	struct md_rb_tree t = { NULL, 0 };
+	uint64_t seed = 0x2545f4914f6cdd1dULL;
+	const char *why = NULL;
+	uint32_t seq = 0;
+	int step, replaced = 0;
+
+	ASSERT_NE(NULL, it);
+	ASSERT_NE(NULL, buf);
+	for (step = 0; step < N / 2; step++) {
+		it[step].key = (uint32_t)(xorshift64(&seed) % 100000);
+		it[step].seq = seq++;
+		md_rb_insert(&t, &it[step].rb, item_cmp);
+		it[step].in = 1;
+	}
+	for (step = 0; step < STEPS; step++) {
+		struct item *x = &it[xorshift64(&seed) % N];
+		struct item *y = &it[xorshift64(&seed) % N];
+		struct item *lo, *hi;
+
+		if (!x->in || y->in)
+			continue;
+		lo = (struct item *)md_rb_prev(&x->rb);
+		hi = (struct item *)md_rb_next(&x->rb);
+		/* A key strictly between the neighbours, x's own if none. */
+		y->key = x->key;
+		y->seq = seq++;
+		if (hi && (hi->key > x->key + 1))
+			y->key = x->key + 1;
+		if (hi && item_cmp(&y->rb, &hi->rb) >= 0)
+			continue;
+		if (lo && item_cmp(&lo->rb, &y->rb) >= 0)
+			continue;
+		md_rb_replace(&t, &x->rb, &y->rb);
+		x->in = 0;
+		y->in = 1;
+		replaced++;
+		ASSERT_EQ(0, md_rb_check(&t, item_cmp, &why)) {
+			TH_LOG("step %d: %s", step, why);
+		}
+		if (step % 97 == 0)
+			ASSERT_TRUE(same_as_sorted(&t, it, N, buf));
+	}
+	ASSERT_TRUE(same_as_sorted(&t, it, N, buf));
+	EXPECT_LT(1000, replaced);
+	free(it);
+	free(buf);
+}
+
 TEST(empty_tree)
 {
 	struct md_rb_tree t = { NULL, 0 };

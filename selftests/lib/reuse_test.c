@@ -18,6 +18,7 @@
 
 #include <metadef/reuse.h>
 
+#include "reuse_word.h"
 #include "kselftest_harness.h"
 
 /* The documented layout: state:8 | holders:24 | generation:32. */
@@ -28,12 +29,12 @@ static uint64_t pack(unsigned int state, uint32_t holders, uint32_t gen)
 
 static uint64_t word(struct md_block_sync *b)
 {
-	return atomic_load(&b->word);
+	return atomic_load(w_word(b));
 }
 
 static void set_word(struct md_block_sync *b, uint64_t w)
 {
-	atomic_store(&b->word, w);
+	atomic_store(w_word(b), w);
 }
 
 /* What the handler saw. Called under the library's lock: no lock here. */
