@@ -967,8 +967,8 @@ static const char *ort_fig(const struct ort_res *o, uint64_t v, char *buf,
 static void ort_table(const struct row *rows, size_t n)
 {
 	char a[32], b[32], c[32], d[32], e[32], f[32], g[32];
+	int k, runs = 0, odd = 0;
 	size_t i;
-	int k;
 
 	out("\n### ONNX Runtime peer\n\n");
 	if (cfg.quick) {
@@ -1015,6 +1015,9 @@ static void ort_table(const struct row *rows, size_t n)
 		for (k = 0; k < 2; k++) {
 			const struct ort_res *x = &o->r[k];
 
+			runs += x->ok;
+			odd += x->ok && (x->first != x->arena ||
+					 x->arena_run3 != x->arena);
 			if (!x->ok)
 				out("- %s, optimizations %s: ORT not run: %s.\n",
 				    rows[i].w->name, k ? "off" : "on", x->why);
@@ -1025,6 +1028,9 @@ static void ort_table(const struct row *rows, size_t n)
 				    x->arena, x->first, x->arena_run3);
 		}
 	}
+	if (runs && !odd)
+		out("- In all %d ORT runs the arena is run 2's first allocation and the same size in run 3: the memory-pattern block.\n",
+		    runs);
 }
 
 static int cmp_double(const void *a, const void *b)
