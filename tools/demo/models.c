@@ -283,6 +283,34 @@ static int execute(const struct md_graph *g, const struct md_graph_plan *gp,
 	return ret;
 }
 
+/*
+ * METADEF_DEMO_OVERLAP=1 (the host test): break the plan on purpose, two
+ * tensors that are alive together and share no memory by right (neither
+ * a view nor in place) put at one offset, so that the run must fail.
+ */
+static void break_plan(const struct md_graph *g, struct md_graph_plan *gp)
+{
+	size_t i, j, nt = gp->ntensors;
+
+	for (i = 0; i < nt; i++) {
+		uint64_t si = md_graph_tensor_size(g, (int)i);
+
+		if (!si || gp->kind[i] != MD_ALIAS_NONE)
+			continue;
+		for (j = i + 1; j < nt; j++) {
+			uint64_t sj = md_graph_tensor_size(g, (int)j);
+
+			if (!sj || sj > si || gp->kind[j] != MD_ALIAS_NONE ||
+			    gp->buffer[j] == gp->buffer[i] ||
+			    gp->lower[j] >= gp->upper[i] ||
+			    gp->lower[i] >= gp->upper[j])
+				continue;
+			gp->offset[j] = gp->offset[i];
+			return;
+		}
+	}
+}
+
 static int run_tenant(struct tenant *t, struct report *r, int go_fd,
 		      int ready_fd)
 {
@@ -365,6 +393,8 @@ static int run_tenant(struct tenant *t, struct report *r, int go_fd,
 		ret = -ENXIO;
 		goto out;
 	}
+	if (getenv("METADEF_DEMO_OVERLAP"))
+		break_plan(g, &gp);
 	t0 = now_ms();
 	ret = execute(g, &gp, ai.cpu, r);
 	r->run_ms = now_ms() - t0;
