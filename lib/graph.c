@@ -923,7 +923,14 @@ static uint64_t noalias_bound(const struct md_graph *g, const uint64_t *lo,
 	return best;
 }
 
-MD_API int md_graph_lower(const struct md_graph *g, struct md_graph_plan *gp)
+/*
+ * @no_grow: refuse the in-place merges that would make the input's buffer
+ * larger (an output larger than its input): the buffer would hold the
+ * larger size for the input's whole life. @grown (may be NULL) counts the
+ * merges taken that did.
+ */
+static int lower(const struct md_graph *g, struct md_graph_plan *gp,
+		 int no_grow, unsigned int *grown)
 {
 	size_t nt = g->nt, i, nb = 0;
 	uint64_t T = g->nsteps ? (uint64_t)g->nsteps : 1;
@@ -1030,7 +1037,10 @@ MD_API int md_graph_lower(const struct md_graph *g, struct md_graph_plan *gp)
 			 * nest.
 			 */
 			if (inplace_ok(g, i, root, flast, taken) &&
-			    (sa % al == 0 || al % sa == 0)) {
+			    (sa % al == 0 || al % sa == 0) &&
+			    !(no_grow && t->size > bsize[sb])) {
+				if (grown && t->size > bsize[sb])
+					(*grown)++;
 				taken[root[src]] = 1;
 				gp->alias[i] = src;
 				gp->kind[i] = MD_ALIAS_INPLACE;
@@ -1102,14 +1112,18 @@ out:
 	return ret;
 }
 
-MD_API int md_graph_plan(const struct md_graph *g,
-			 const struct md_plan_opts *opts,
-			 struct md_graph_plan *gp)
+MD_API int md_graph_lower(const struct md_graph *g, struct md_graph_plan *gp)
+{
+	return lower(g, gp, 0, NULL);
+}
+
+static int solve(const struct md_graph *g, const struct md_plan_opts *opts,
+		 struct md_graph_plan *gp, int no_grow, unsigned int *grown)
 {
 	size_t i;
 	int ret;
 
-	ret = md_graph_lower(g, gp);
+	ret = lower(g, gp, no_grow, grown);
 	if (ret)
 		return ret;
 	ret = md_plan_solve(&gp->problem, opts, &gp->plan);
@@ -1122,6 +1136,33 @@ MD_API int md_graph_plan(const struct md_graph *g,
 	gp->stats.peak = gp->plan.peak;
 	gp->stats.inter_op_saved = gp->stats.buffer_bytes > gp->plan.peak ?
 		gp->stats.buffer_bytes - gp->plan.peak : 0;
+	return 0;
+}
+
+/*
+ * In place into a smaller input may raise the peak: when the plan took
+ * such a merge, plan again without those and keep the better of the two
+ * (the first on a tie).
+ */
+MD_API int md_graph_plan(const struct md_graph *g,
+			 const struct md_plan_opts *opts,
+			 struct md_graph_plan *gp)
+{
+	struct md_graph_plan alt;
+	unsigned int grown = 0;
+	int ret;
+
+	ret = solve(g, opts, gp, 0, &grown);
+	if (ret || !grown)
+		return ret;
+	if (solve(g, opts, &alt, 1, NULL))
+		return 0;	/* the first plan stands */
+	if (alt.plan.peak < gp->plan.peak) {
+		md_graph_plan_free(gp);
+		*gp = alt;
+	} else {
+		md_graph_plan_free(&alt);
+	}
 	return 0;
 }
 

@@ -167,7 +167,12 @@ struct md_graph_plan {
  */
 int md_graph_lower(const struct md_graph *g, struct md_graph_plan *gp);
 
-/* md_graph_lower() + md_plan_solve(@opts) + tensor offsets + stats. */
+/*
+ * md_graph_lower() + md_plan_solve(@opts) + tensor offsets + stats. When
+ * an in-place merge took an output larger than its input (the buffer then
+ * holds the larger size for the input's whole life), the graph is also
+ * planned without such merges, and the plan with the lower peak is kept.
+ */
 int md_graph_plan(const struct md_graph *g, const struct md_plan_opts *opts,
 		  struct md_graph_plan *gp);
 void md_graph_plan_free(struct md_graph_plan *gp);

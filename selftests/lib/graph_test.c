@@ -625,6 +625,48 @@ TEST(validator_rejects_wrong_alias)
 	md_graph_free(g);
 }
 
+/*
+ * An output larger than its dying input: in place would hold the larger
+ * size for the input's whole life, over z here. The planner tries
+ * without such merges too and keeps the better plan. Where the merge
+ * costs nothing, it stays.
+ */
+TEST(inplace_that_raises_the_peak_is_dropped)
+{
+	struct md_graph *g;
+	struct md_graph_plan gp;
+	struct md_error e;
+	const char *s =
+		"input x 8\n"
+		"op f x -> a:100 z:1000\n"	/* step 0 */
+		"op g z -> w:8\n"		/* step 1: z dies */
+		"op h a -> b:1000=a\n"		/* step 2: a dies, b larger */
+		"op k b w -> c:8\n"
+		"output c\n";
+
+	ASSERT_EQ(0, parse(&g, s, &e)) TH_LOG("%u: %s", e.line, e.msg);
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	EXPECT_EQ(MD_ALIAS_NONE, gp.kind[tid(g, "b")]);
+	EXPECT_EQ(0, gp.stats.inplace_taken);
+	EXPECT_EQ(1, gp.stats.inplace_refused);
+	/* x + a + z + w at step 1; merged it would be x + 1000 + z. */
+	EXPECT_EQ(1116, gp.stats.lower_bound);
+	EXPECT_EQ(1116, gp.plan.peak);
+	EXPECT_EQ(0, md_graph_plan_validate(g, &gp, NULL));
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+
+	/* Nothing else alive beside a: the merge is free and taken. */
+	ASSERT_EQ(0, parse(&g, "input x 8\nop f x -> a:100\n"
+			   "op h a -> b:1000=a\nop k b -> c:8\noutput c\n",
+			   &e)) TH_LOG("%s", e.msg);
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	EXPECT_EQ(MD_ALIAS_INPLACE, gp.kind[tid(g, "b")]);
+	EXPECT_EQ(1, gp.stats.inplace_taken);
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+}
+
 TEST(view_syntax_errors)
 {
 	struct md_graph *g;
