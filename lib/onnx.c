@@ -716,8 +716,10 @@ static int build(struct ox_ctx *c, struct md_graph *g, const int *order,
 				goto out;
 			sizes[nout++] = t->bytes;
 		}
-		for (k = 1; k < nout; k++)
-			in[k] = view[k] = -1;
+		for (k = 1; k < nout; k++) {
+			in[k] = -1;
+			view[k] = -1;
+		}
 		in[0] = ip;
 		view[0] = vw;
 		first = md_graph_op_view(g, n->name, inp, nin,
