@@ -667,6 +667,59 @@ TEST(inplace_that_raises_the_peak_is_dropped)
 	md_graph_free(g);
 }
 
+/* A view of a contig member sits at that member's place in the group. */
+TEST(view_of_a_contig_member)
+{
+	struct md_graph *g;
+	struct md_graph_plan gp;
+	struct md_error e;
+	const char *s =
+		"align 64\n"
+		"input x 8\n"
+		"op split x -> i:100 f:100\n"
+		"contig i f\n"
+		"op resh f -> fv^f\n"
+		"op relu fv -> y:100=fv\n"	/* f is in a group: refused */
+		"op g i y -> z:8\n"
+		"output z\n";
+
+	ASSERT_EQ(0, parse(&g, s, &e)) TH_LOG("%u: %s", e.line, e.msg);
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	EXPECT_EQ(gp.offset[tid(g, "i")] + 128, gp.offset[tid(g, "f")]);
+	EXPECT_EQ(gp.offset[tid(g, "f")], gp.offset[tid(g, "fv")]);
+	EXPECT_EQ(gp.buffer[tid(g, "i")], gp.buffer[tid(g, "fv")]);
+	EXPECT_EQ(0, gp.stats.inplace_taken);
+	EXPECT_EQ(0, md_graph_plan_validate(g, &gp, NULL));
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+}
+
+/* Parallel mode: in place and views across whole stages check out. */
+TEST(validator_accepts_parallel_plans)
+{
+	struct md_graph *g;
+	struct md_graph_plan gp;
+	struct md_error e;
+	const char *s =
+		"mode parallel\n"
+		"input x 64\n"
+		"op f x -> a:100\n"
+		"op relu a -> b:100=a\n"
+		"op resh b -> c^b\n"
+		"barrier\n"
+		"op g c -> d:100=c\n"
+		"op h d -> o:8\n"
+		"output o\n";
+
+	ASSERT_EQ(0, parse(&g, s, &e)) TH_LOG("%u: %s", e.line, e.msg);
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	EXPECT_EQ(2, gp.stats.inplace_taken);
+	EXPECT_EQ(gp.offset[tid(g, "a")], gp.offset[tid(g, "d")]);
+	EXPECT_EQ(0, md_graph_plan_validate(g, &gp, NULL));
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+}
+
 TEST(view_syntax_errors)
 {
 	struct md_graph *g;
