@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@ struct tensor {
 	int def;		/* step of the producing op, -1: input */
 	int last_use;		/* last step reading it, -1: none */
 	int inplace_of;		/* input it may overwrite, or -1 */
+	int view_of;		/* input it is a view of, or -1 */
 	int group;		/* contiguity group, or -1 */
 	unsigned int line;	/* where the parser met it, 0: by hand */
 };
@@ -161,6 +163,7 @@ static int new_tensor(struct md_graph *g, const char *name, uint64_t size,
 	t->def = def;
 	t->last_use = -1;
 	t->inplace_of = -1;
+	t->view_of = -1;
 	t->group = -1;
 	k = name_hash(name) & g->mask;
 	while (g->slot[k])
@@ -217,25 +220,38 @@ MD_API int md_graph_input(struct md_graph *g, const char *name,
 	return id;
 }
 
-MD_API int md_graph_op(struct md_graph *g, const char *name, const int *in,
-		       size_t nin, const char *const *out_names,
-		       const uint64_t *out_sizes, const uint64_t *out_align,
-		       const int *inplace, size_t nout)
+static int is_input_of(const int *in, size_t nin, int t)
+{
+	size_t j;
+
+	for (j = 0; j < nin && in[j] != t; j++)
+		;
+	return j < nin;
+}
+
+MD_API int md_graph_op_view(struct md_graph *g, const char *name,
+			    const int *in, size_t nin,
+			    const char *const *out_names,
+			    const uint64_t *out_sizes, const uint64_t *out_align,
+			    const int *inplace, const int *view, size_t nout)
 {
 	int step, first = -1, id;
-	size_t i, j;
+	size_t i;
 
 	(void)name;
 	for (i = 0; i < nin; i++)
 		if (in[i] < 0 || (size_t)in[i] >= g->nt)
 			return -ENOENT;
-	for (i = 0; inplace && i < nout; i++) {
-		if (inplace[i] < 0)
-			continue;
-		for (j = 0; j < nin && in[j] != inplace[i]; j++)
-			;
-		if (j == nin)
+	for (i = 0; inplace && i < nout; i++)
+		if (inplace[i] >= 0 && !is_input_of(in, nin, inplace[i]))
 			return -EINVAL;	/* not an input of this op */
+	for (i = 0; view && i < nout; i++) {
+		if (view[i] < 0)
+			continue;
+		if (!is_input_of(in, nin, view[i]) ||
+		    (inplace && inplace[i] >= 0) ||
+		    out_sizes[i] > g->t[view[i]].size)
+			return -EINVAL;
 	}
 	step = new_step(g);
 	if (step < 0)
@@ -249,10 +265,28 @@ MD_API int md_graph_op(struct md_graph *g, const char *name, const int *in,
 			return id;
 		if (inplace)
 			g->t[id].inplace_of = inplace[i];
+		if (view)
+			g->t[id].view_of = view[i];
 		if (first < 0)
 			first = id;
 	}
 	return first < 0 ? (int)g->nt : first;
+}
+
+MD_API int md_graph_op(struct md_graph *g, const char *name, const int *in,
+		       size_t nin, const char *const *out_names,
+		       const uint64_t *out_sizes, const uint64_t *out_align,
+		       const int *inplace, size_t nout)
+{
+	return md_graph_op_view(g, name, in, nin, out_names, out_sizes,
+				out_align, inplace, NULL, nout);
+}
+
+MD_API int md_graph_view_of(const struct md_graph *g, int tensor)
+{
+	if (tensor < 0 || (size_t)tensor >= g->nt)
+		return -ENOENT;
+	return g->t[tensor].view_of;
 }
 
 MD_API int md_graph_barrier(struct md_graph *g)
@@ -286,6 +320,8 @@ MD_API int md_graph_contig(struct md_graph *g, const int *tensors, size_t n)
 			return -ENOENT;
 		if (g->t[tensors[i]].group >= 0)
 			return -EEXIST;
+		if (g->t[tensors[i]].view_of >= 0)
+			return -EINVAL;	/* a view has its base's place */
 		for (j = 0; j < i; j++)
 			if (tensors[j] == tensors[i])
 				return -EEXIST;
@@ -461,7 +497,7 @@ static int parse_align(const char *s, unsigned int ln, uint64_t *v,
 static int parse_op(struct md_graph *g, char **tok, int n, unsigned int ln,
 		    struct md_error *err)
 {
-	int in[MAX_TOK], inplace[MAX_TOK];
+	int in[MAX_TOK], inplace[MAX_TOK], view[MAX_TOK];
 	const char *names[MAX_TOK];
 	uint64_t sizes[MAX_TOK], aligns[MAX_TOK];
 	int nin = 0, nout = 0, i, arrow = -1, ret;
@@ -481,23 +517,48 @@ static int parse_op(struct md_graph *g, char **tok, int n, unsigned int ln,
 		in[nin++] = ret;
 	}
 	for (i = arrow + 1; i < n; i++) {
-		char *name = tok[i], *sz = strchr(name, ':'), *at, *eq;
+		char *name = tok[i], *sz = strchr(name, ':'), *at, *eq, *vw;
 
-		if (!sz)
+		vw = strchr(name, '^');
+		if (vw)
+			*vw++ = '\0';
+		if (!sz && !vw)
 			return md_parse_fail(err, ln, "output '%s' needs a size (NAME:SIZE)",
 				    name);
-		*sz++ = '\0';
-		eq = strchr(sz, '=');
+		if (sz)
+			*sz++ = '\0';
+		eq = sz ? strchr(sz, '=') : NULL;
 		if (eq)
 			*eq++ = '\0';
-		at = strchr(sz, '@');
+		at = sz ? strchr(sz, '@') : NULL;
 		if (at)
 			*at++ = '\0';
 		if (!valid_name(name))
 			return md_parse_fail(err, ln, "bad tensor name '%s'", name);
-		ret = size_arg(sz, "size", ln, &sizes[nout], err);
-		if (ret)
-			return ret;
+		view[nout] = -1;
+		if (vw) {
+			if (eq)
+				return md_parse_fail(err, ln, "'%s': a view ('^') is not written in place ('=')",
+					    name);
+			ret = tensor_arg(g, vw, ln, err);
+			if (ret < 0)
+				return ret;
+			if (!is_input_of(in, nin, ret))
+				return md_parse_fail(err, ln, "'%s^%s': a view needs an input of this op",
+					    name, vw);
+			view[nout] = ret;
+		}
+		if (sz) {
+			ret = size_arg(sz, "size", ln, &sizes[nout], err);
+			if (ret)
+				return ret;
+		} else {
+			sizes[nout] = g->t[view[nout]].size;
+		}
+		if (vw && sizes[nout] > g->t[view[nout]].size)
+			return md_parse_fail(err, ln, "view '%s' (%" PRIu64 " bytes) is larger than its base '%s' (%" PRIu64 " bytes)",
+				    name, sizes[nout], vw,
+				    g->t[view[nout]].size);
 		aligns[nout] = 0;
 		if (at) {
 			ret = parse_align(at, ln, &aligns[nout], err);
@@ -525,8 +586,8 @@ static int parse_op(struct md_graph *g, char **tok, int n, unsigned int ln,
 	}
 	if (!nout)
 		return md_parse_fail(err, ln, "op '%s' has no outputs", tok[1]);
-	ret = md_graph_op(g, tok[1], in, nin, names, sizes, aligns, inplace,
-			  nout);
+	ret = md_graph_op_view(g, tok[1], in, nin, names, sizes, aligns,
+			       inplace, view, nout);
 	if (ret == -EEXIST)
 		return md_parse_fail(err, ln, "an output of op '%s' is named twice",
 			    tok[1]);
@@ -600,6 +661,8 @@ static int parse_line(struct md_graph *g, char *line, unsigned int ln,
 		ret = md_graph_contig(g, ids, n - 1);
 		if (ret == -EEXIST)
 			return md_parse_fail(err, ln, "a tensor may be in one contig group, once");
+		if (ret == -EINVAL)
+			return md_parse_fail(err, ln, "a view cannot be in a contig group (it has its base's place)");
 		if (!ret)
 			g->group_line[g->ngroups - 1] = ln;
 		return ret;
@@ -714,6 +777,8 @@ MD_API void md_graph_plan_free(struct md_graph_plan *gp)
 	free(gp->offset);
 	free(gp->lower);
 	free(gp->upper);
+	free(gp->alias);
+	free(gp->kind);
 	memset(gp, 0, sizeof(*gp));
 }
 
@@ -732,38 +797,15 @@ static int add_name(char **id, const char *name)
 	return 0;
 }
 
-MD_API int md_graph_lower(const struct md_graph *g, struct md_graph_plan *gp)
+/*
+ * Tensor lifetimes into @lower, @upper (see graph.h: "Time"). @sstart,
+ * @send: room for nstages + 1 entries each.
+ */
+static void lifetimes(const struct md_graph *g, uint64_t *lower,
+		      uint64_t *upper, uint64_t *sstart, uint64_t *send)
 {
-	size_t nt = g->nt, i, nb = 0;
 	uint64_t T = g->nsteps ? (uint64_t)g->nsteps : 1;
-	uint64_t *sstart = NULL, *send = NULL;
-	uint64_t *bsize = NULL, *balign = NULL, *blo = NULL, *bhi = NULL;
-	uint64_t *inner = NULL;
-	int *taken = NULL, *grp_buf = NULL;
-	char **bname = NULL;
-	int ret = -ENOMEM;
-
-	memset(gp, 0, sizeof(*gp));
-	md_problem_init(&gp->problem);
-	gp->ntensors = nt;
-	gp->buffer = calloc(nt + 1, sizeof(*gp->buffer));
-	gp->offset = calloc(nt + 1, sizeof(*gp->offset));
-	gp->lower = calloc(nt + 1, sizeof(*gp->lower));
-	gp->upper = calloc(nt + 1, sizeof(*gp->upper));
-	inner = calloc(nt + 1, sizeof(*inner));
-	bsize = calloc(nt + 1, sizeof(*bsize));
-	balign = calloc(nt + 1, sizeof(*balign));
-	blo = calloc(nt + 1, sizeof(*blo));
-	bhi = calloc(nt + 1, sizeof(*bhi));
-	bname = calloc(nt + 1, sizeof(*bname));
-	taken = calloc(nt + 1, sizeof(*taken));
-	grp_buf = malloc((g->ngroups + 1) * sizeof(*grp_buf));
-	sstart = calloc(g->nstages + 2, sizeof(*sstart));
-	send = calloc(g->nstages + 2, sizeof(*send));
-	if (!gp->buffer || !gp->offset || !gp->lower || !gp->upper ||
-	    !inner || !bsize || !balign || !blo || !bhi || !bname || !taken ||
-	    !grp_buf || !sstart || !send)
-		goto out;
+	size_t i;
 
 	/* Stages: [first step, last step + 1) of each. */
 	for (i = 0; i <= (size_t)g->nstages; i++) {
@@ -776,9 +818,7 @@ MD_API int md_graph_lower(const struct md_graph *g, struct md_graph_plan *gp)
 		sstart[s] = i < sstart[s] ? i : sstart[s];
 		send[s] = umax(send[s], i + 1);
 	}
-
-	/* Lifetimes. */
-	for (i = 0; i < nt; i++) {
+	for (i = 0; i < g->nt; i++) {
 		const struct tensor *t = &g->t[i];
 		uint64_t lo, hi;
 
@@ -805,9 +845,133 @@ MD_API int md_graph_lower(const struct md_graph *g, struct md_graph_plan *gp)
 			if (send[s1] > hi)
 				hi = send[s1];
 		}
-		gp->lower[i] = lo;
-		gp->upper[i] = hi;
+		lower[i] = lo;
+		upper[i] = hi;
 	}
+}
+
+/*
+ * The alias facts both the lowering and the validator decide on: @root[i]
+ * the tensor i is a view of at the end of its view chain (i itself if it
+ * is no view); @flast[r] for a root r, the last step that reads r or any
+ * view of it (INT_MAX when one is a graph input or output).
+ */
+static void view_roots(const struct md_graph *g, int *root, int *flast)
+{
+	size_t i;
+
+	for (i = 0; i < g->nt; i++) {
+		const struct tensor *t = &g->t[i];
+
+		root[i] = t->view_of >= 0 ? root[t->view_of] : (int)i;
+		flast[i] = t->flags & (MD_T_INPUT | MD_T_OUTPUT) ? INT_MAX :
+			   t->last_use;
+	}
+	for (i = g->nt; i-- > 0;) {
+		int r = root[i];
+
+		if (r != (int)i && flast[i] > flast[r])
+			flast[r] = flast[i];
+	}
+}
+
+/*
+ * May tensor @i be written in place into its request's memory? @taken
+ * marks the roots already written into.
+ */
+static int inplace_ok(const struct md_graph *g, size_t i, const int *root,
+		      const int *flast, const int *taken)
+{
+	const struct tensor *t = &g->t[i];
+	int r = root[t->inplace_of];
+
+	return flast[r] <= t->def && !taken[r] && g->t[r].group < 0;
+}
+
+/* Max bytes alive at once with every tensor (or group) a buffer apart. */
+static uint64_t noalias_bound(const struct md_graph *g, const uint64_t *lo,
+			      const uint64_t *hi, uint64_t T)
+{
+	uint64_t *d = calloc(T + 2, sizeof(*d)), cur = 0, best = 0, sz, al;
+	size_t i, k;
+
+	if (!d)
+		return 0;
+	for (i = 0; i < g->nt; i++) {
+		const struct tensor *t = &g->t[i];
+		uint64_t l = lo[i], h = hi[i];
+
+		if (t->group >= 0) {
+			const int *m = g->groups[t->group];
+
+			if (m[0] != (int)i)
+				continue;
+			for (k = 0; m[k] >= 0; k++) {
+				l = lo[m[k]] < l ? lo[m[k]] : l;
+				h = umax(h, hi[m[k]]);
+			}
+		}
+		own_buffer(g, i, &sz, &al);
+		d[l] += sz;
+		d[h] -= sz;
+	}
+	for (i = 0; i <= T; i++) {
+		cur += d[i];
+		best = umax(best, cur);
+	}
+	free(d);
+	return best;
+}
+
+/*
+ * @no_grow: refuse the in-place merges that would make the input's buffer
+ * larger (an output larger than its input): the buffer would hold the
+ * larger size for the input's whole life. @grown (may be NULL) counts the
+ * merges taken that did.
+ */
+static int lower(const struct md_graph *g, struct md_graph_plan *gp,
+		 int no_grow, unsigned int *grown)
+{
+	size_t nt = g->nt, i, nb = 0;
+	uint64_t T = g->nsteps ? (uint64_t)g->nsteps : 1;
+	uint64_t *sstart = NULL, *send = NULL;
+	uint64_t *bsize = NULL, *balign = NULL, *blo = NULL, *bhi = NULL;
+	uint64_t *inner = NULL;
+	int *taken = NULL, *grp_buf = NULL, *root = NULL, *flast = NULL;
+	char **bname = NULL;
+	int ret = -ENOMEM;
+
+	memset(gp, 0, sizeof(*gp));
+	md_problem_init(&gp->problem);
+	gp->ntensors = nt;
+	gp->buffer = calloc(nt + 1, sizeof(*gp->buffer));
+	gp->offset = calloc(nt + 1, sizeof(*gp->offset));
+	gp->lower = calloc(nt + 1, sizeof(*gp->lower));
+	gp->upper = calloc(nt + 1, sizeof(*gp->upper));
+	inner = calloc(nt + 1, sizeof(*inner));
+	bsize = calloc(nt + 1, sizeof(*bsize));
+	balign = calloc(nt + 1, sizeof(*balign));
+	blo = calloc(nt + 1, sizeof(*blo));
+	bhi = calloc(nt + 1, sizeof(*bhi));
+	bname = calloc(nt + 1, sizeof(*bname));
+	taken = calloc(nt + 1, sizeof(*taken));
+	root = calloc(nt + 1, sizeof(*root));
+	flast = calloc(nt + 1, sizeof(*flast));
+	gp->alias = malloc((nt + 1) * sizeof(*gp->alias));
+	gp->kind = calloc(nt + 1, sizeof(*gp->kind));
+	grp_buf = malloc((g->ngroups + 1) * sizeof(*grp_buf));
+	sstart = calloc(g->nstages + 2, sizeof(*sstart));
+	send = calloc(g->nstages + 2, sizeof(*send));
+	if (!gp->buffer || !gp->offset || !gp->lower || !gp->upper ||
+	    !inner || !bsize || !balign || !blo || !bhi || !bname || !taken ||
+	    !grp_buf || !sstart || !send || !root || !flast || !gp->alias ||
+	    !gp->kind)
+		goto out;
+	for (i = 0; i < nt; i++)
+		gp->alias[i] = -1;
+
+	lifetimes(g, gp->lower, gp->upper, sstart, send);
+	view_roots(g, root, flast);
 
 	/* Buffers: contiguity groups, in-place merges, the rest. */
 	for (i = 0; i < g->ngroups; i++)
@@ -846,21 +1010,40 @@ MD_API int md_graph_lower(const struct md_graph *g, struct md_graph_plan *gp)
 				gp->stats.inplace_refused++;
 			continue;
 		}
+		if (t->view_of >= 0) {
+			size_t sb = gp->buffer[t->view_of];
+
+			/* Its base's bytes: the buffer lives as long as both. */
+			gp->buffer[i] = (uint32_t)sb;
+			inner[i] = inner[t->view_of];
+			gp->alias[i] = t->view_of;
+			gp->kind[i] = MD_ALIAS_VIEW;
+			gp->stats.views++;
+			gp->stats.intra_op_saved += t->size;
+			bhi[sb] = umax(bhi[sb], gp->upper[i]);
+			if (gp->lower[i] < blo[sb])
+				blo[sb] = gp->lower[i];
+			continue;
+		}
 		if (src >= 0) {
-			const struct tensor *s = &g->t[src];
 			size_t sb = gp->buffer[src];
 			uint64_t sa = balign[sb];
 
 			/*
-			 * Legal when the input dies at this op, is not a
-			 * graph input/output, is not in a group, is not
-			 * already overwritten, and alignments nest.
+			 * Legal when nothing reads that memory after this
+			 * op (the input, its views, its base: see
+			 * view_roots()), none is a graph input/output or in
+			 * a group, no other output took it, and alignments
+			 * nest.
 			 */
-			if (s->last_use == t->def && !taken[src] &&
-			    !(s->flags & (MD_T_INPUT | MD_T_OUTPUT)) &&
-			    s->group < 0 &&
-			    (sa % al == 0 || al % sa == 0)) {
-				taken[src] = 1;
+			if (inplace_ok(g, i, root, flast, taken) &&
+			    (sa % al == 0 || al % sa == 0) &&
+			    !(no_grow && t->size > bsize[sb])) {
+				if (grown && t->size > bsize[sb])
+					(*grown)++;
+				taken[root[src]] = 1;
+				gp->alias[i] = src;
+				gp->kind[i] = MD_ALIAS_INPLACE;
 				gp->buffer[i] = (uint32_t)sb;
 				gp->stats.intra_op_saved += t->size <
 					bsize[sb] ? t->size : bsize[sb];
@@ -906,6 +1089,8 @@ MD_API int md_graph_lower(const struct md_graph *g, struct md_graph_plan *gp)
 		gp->offset[i] = inner[i];	/* until planned */
 	}
 	gp->stats.lower_bound = md_problem_lower_bound(&gp->problem, NULL);
+	gp->stats.lower_bound_noalias = noalias_bound(g, gp->lower, gp->upper,
+						      T);
 	ret = 0;
 out:
 	for (i = 0; bname && i < nt; i++)
@@ -917,6 +1102,8 @@ out:
 	free(blo);
 	free(bhi);
 	free(taken);
+	free(root);
+	free(flast);
 	free(grp_buf);
 	free(sstart);
 	free(send);
@@ -925,14 +1112,18 @@ out:
 	return ret;
 }
 
-MD_API int md_graph_plan(const struct md_graph *g,
-			 const struct md_plan_opts *opts,
-			 struct md_graph_plan *gp)
+MD_API int md_graph_lower(const struct md_graph *g, struct md_graph_plan *gp)
+{
+	return lower(g, gp, 0, NULL);
+}
+
+static int solve(const struct md_graph *g, const struct md_plan_opts *opts,
+		 struct md_graph_plan *gp, int no_grow, unsigned int *grown)
 {
 	size_t i;
 	int ret;
 
-	ret = md_graph_lower(g, gp);
+	ret = lower(g, gp, no_grow, grown);
 	if (ret)
 		return ret;
 	ret = md_plan_solve(&gp->problem, opts, &gp->plan);
@@ -946,6 +1137,175 @@ MD_API int md_graph_plan(const struct md_graph *g,
 	gp->stats.inter_op_saved = gp->stats.buffer_bytes > gp->plan.peak ?
 		gp->stats.buffer_bytes - gp->plan.peak : 0;
 	return 0;
+}
+
+/*
+ * In place into a smaller input may raise the peak: when the plan took
+ * such a merge, plan again without those and keep the better of the two
+ * (the first on a tie).
+ */
+MD_API int md_graph_plan(const struct md_graph *g,
+			 const struct md_plan_opts *opts,
+			 struct md_graph_plan *gp)
+{
+	struct md_graph_plan alt;
+	unsigned int grown = 0;
+	int ret;
+
+	ret = solve(g, opts, gp, 0, &grown);
+	if (ret || !grown)
+		return ret;
+	if (solve(g, opts, &alt, 1, NULL))
+		return 0;	/* the first plan stands */
+	if (alt.plan.peak < gp->plan.peak) {
+		md_graph_plan_free(gp);
+		*gp = alt;
+	} else {
+		md_graph_plan_free(&alt);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ validation */
+
+struct toff {
+	uint64_t off;
+	size_t idx;
+};
+
+static int cmp_toff(const void *a, const void *b)
+{
+	const struct toff *x = a, *y = b;
+
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static size_t uf_find(size_t *set, size_t i)
+{
+	while (set[i] != i) {
+		set[i] = set[set[i]];
+		i = set[i];
+	}
+	return i;
+}
+
+static void conflict_fill(struct md_conflict *c, const uint64_t *lo,
+			  const uint64_t *hi, const uint64_t *off,
+			  const struct md_graph *g, size_t a, size_t b)
+{
+	if (!c)
+		return;
+	memset(c, 0, sizeof(*c));
+	c->a = a;
+	c->a_lower = lo[a];
+	c->a_upper = hi[a];
+	c->a_off = off[a];
+	c->a_end = off[a] + g->t[a].size;
+	c->b = b;
+	if (b == (size_t)-1)
+		return;
+	c->b_lower = lo[b];
+	c->b_upper = hi[b];
+	c->b_off = off[b];
+	c->b_end = off[b] + g->t[b].size;
+}
+
+MD_API int md_graph_plan_validate(const struct md_graph *g,
+				  const struct md_graph_plan *gp,
+				  struct md_conflict *c)
+{
+	size_t nt = g->nt, i, j, *set = NULL;
+	uint64_t *lo = NULL, *hi = NULL, *sstart = NULL, *send = NULL;
+	const uint64_t *off = gp->offset;
+	uint64_t arena = gp->stats.peak;
+	int *root = NULL, *flast = NULL, *taken = NULL, ret = -ENOMEM;
+	struct toff *ord = NULL;
+
+	if (gp->ntensors != nt)
+		return -EINVAL;
+	lo = calloc(nt + 1, sizeof(*lo));
+	hi = calloc(nt + 1, sizeof(*hi));
+	sstart = calloc(g->nstages + 2, sizeof(*sstart));
+	send = calloc(g->nstages + 2, sizeof(*send));
+	root = calloc(nt + 1, sizeof(*root));
+	flast = calloc(nt + 1, sizeof(*flast));
+	taken = calloc(nt + 1, sizeof(*taken));
+	set = calloc(nt + 1, sizeof(*set));
+	ord = calloc(nt + 1, sizeof(*ord));
+	if (!lo || !hi || !sstart || !send || !root || !flast || !taken ||
+	    !set || !ord)
+		goto out;
+	lifetimes(g, lo, hi, sstart, send);
+	view_roots(g, root, flast);
+
+	/* Who may share memory with whom: sets of tensors, in graph order. */
+	for (i = 0; i < nt; i++) {
+		const struct tensor *t = &g->t[i];
+		uint64_t end;
+
+		set[i] = i;
+		ret = -EINVAL;
+		if (__builtin_add_overflow(off[i], t->size, &end) ||
+		    (arena && t->size && end > arena)) {
+			conflict_fill(c, lo, hi, off, g, i, (size_t)-1);
+			goto out;
+		}
+		if (t->view_of >= 0) {
+			if (off[i] != off[t->view_of] ||
+			    t->size > g->t[t->view_of].size) {
+				conflict_fill(c, lo, hi, off, g, i, (size_t)-1);
+				goto out;
+			}
+			set[i] = uf_find(set, t->view_of);
+			continue;
+		}
+		if (t->size && off[i] % tensor_align(g, t)) {
+			conflict_fill(c, lo, hi, off, g, i, (size_t)-1);
+			goto out;
+		}
+		if (t->inplace_of >= 0 && t->group < 0 &&
+		    off[i] == off[t->inplace_of] &&
+		    inplace_ok(g, i, root, flast, taken)) {
+			taken[root[t->inplace_of]] = 1;
+			set[i] = uf_find(set, t->inplace_of);
+		}
+	}
+
+	/* Pairs overlapping in memory, by offset; then in time. */
+	for (i = 0; i < nt; i++)
+		ord[i] = (struct toff){ off[i], i };
+	qsort(ord, nt, sizeof(*ord), cmp_toff);
+	ret = 0;
+	for (i = 0; i < nt && !ret; i++) {
+		size_t a = ord[i].idx;
+		uint64_t end = off[a] + g->t[a].size;
+
+		if (!g->t[a].size)
+			continue;
+		for (j = i + 1; j < nt && ord[j].off < end; j++) {
+			size_t b = ord[j].idx;
+
+			if (!g->t[b].size || lo[a] >= hi[b] || lo[b] >= hi[a] ||
+			    uf_find(set, a) == uf_find(set, b))
+				continue;
+			conflict_fill(c, lo, hi, off, g, a, b);
+			ret = -EEXIST;
+			break;
+		}
+	}
+out:
+	free(lo);
+	free(hi);
+	free(sstart);
+	free(send);
+	free(root);
+	free(flast);
+	free(taken);
+	free(set);
+	free(ord);
+	return ret;
 }
 
 MD_API int md_overlay(const uint64_t *peaks, size_t n, uint64_t *base,

@@ -614,13 +614,42 @@ static int pick_inplace(const struct ox_ctx *c, const Onnx__NodeProto *n,
 	return best;
 }
 
+/*
+ * Output 0 of @n is a view of its input 0 (the same bytes, another shape:
+ * no copy in an inference runtime): the graph id of that input, or -1.
+ * Dropout in inference is the identity; its optional mask is not a view.
+ */
+static int pick_view(const struct ox_ctx *c, const Onnx__NodeProto *n,
+		     const int *in, const struct ox_tensor *o)
+{
+	static const char *const views[] = {
+		"Dropout", "Flatten", "Identity", "Reshape", "Squeeze",
+		"Unsqueeze",
+	};
+	const struct ox_tensor *t;
+	size_t k;
+
+	if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx"))
+		return -1;
+	for (k = 0; k < sizeof(views) / sizeof(views[0]); k++)
+		if (!strcmp(n->op_type, views[k]))
+			break;
+	if (k == sizeof(views) / sizeof(views[0]) || !n->n_input ||
+	    in[0] < 0)
+		return -1;
+	t = &c->t[in[0]];
+	if (t->gid < 0 || t->bytes != o->bytes)
+		return -1;
+	return t->gid;
+}
+
 static int build(struct ox_ctx *c, struct md_graph *g, const int *order,
 		 struct md_onnx_stats *st)
 {
 	const Onnx__GraphProto *gp = c->g;
 	int no_w = !!(c->o->flags & MD_ONNX_NO_WEIGHTS);
 	size_t i, k, maxio = 1;
-	int *in = NULL, *inp = NULL, ret = -ENOMEM;
+	int *in = NULL, *inp = NULL, *view = NULL, ret = -ENOMEM;
 	uint64_t *sizes = NULL;
 	char **names = NULL;
 	uint8_t *is_out = NULL;
@@ -634,10 +663,11 @@ static int build(struct ox_ctx *c, struct md_graph *g, const int *order,
 	}
 	in = calloc(maxio, sizeof(*in));
 	inp = calloc(maxio, sizeof(*inp));
+	view = calloc(maxio, sizeof(*view));
 	sizes = calloc(maxio, sizeof(*sizes));
 	names = calloc(maxio, sizeof(*names));
 	is_out = calloc(c->nt + 1, 1);
-	if (!in || !inp || !sizes || !names || !is_out)
+	if (!in || !inp || !view || !sizes || !names || !is_out)
 		goto out;
 	for (i = 0; i < gp->n_output; i++) {
 		int t = ox_find(c, gp->output[i]->name);
@@ -659,7 +689,7 @@ static int build(struct ox_ctx *c, struct md_graph *g, const int *order,
 	for (i = 0; i < gp->n_node; i++) {
 		const Onnx__NodeProto *n = gp->node[order[i]];
 		size_t nin = 0, nout = 0;
-		int first, ip = -1;
+		int first, ip = -1, vw = -1;
 
 		if (!strcmp(n->op_type, "Constant") &&
 		    (!n->domain || !*n->domain || !strcmp(n->domain, "ai.onnx")))
@@ -678,18 +708,23 @@ static int build(struct ox_ctx *c, struct md_graph *g, const int *order,
 				continue;
 			t = &c->t[ox_find(c, n->output[k])];
 			if (nout == 0 && k == 0)
+				vw = pick_view(c, n, in, t);
+			if (nout == 0 && k == 0 && vw < 0)
 				ip = pick_inplace(c, n, in, t, (int)i, is_out);
 			names[nout] = graph_name(g, t->name, names, nout);
 			if (!names[nout])
 				goto out;
 			sizes[nout++] = t->bytes;
 		}
-		for (k = 1; k < nout; k++)
+		for (k = 1; k < nout; k++) {
 			in[k] = -1;
+			view[k] = -1;
+		}
 		in[0] = ip;
-		first = md_graph_op(g, n->name, inp, nin,
-				    (const char *const *)names, sizes, NULL,
-				    in, nout);
+		view[0] = vw;
+		first = md_graph_op_view(g, n->name, inp, nin,
+					 (const char *const *)names, sizes,
+					 NULL, in, view, nout);
 		for (k = 0; k < nout; k++) {
 			free(names[k]);
 			names[k] = NULL;
@@ -699,6 +734,7 @@ static int build(struct ox_ctx *c, struct md_graph *g, const int *order,
 			goto out;
 		}
 		st->inplace += ip >= 0 && nout;
+		st->views += vw >= 0 && nout;
 		st->tensors += nout;
 		for (k = 0, nout = 0; k < n->n_output; k++)
 			if (*n->output[k])
@@ -718,6 +754,7 @@ out:
 	free(names);
 	free(in);
 	free(inp);
+	free(view);
 	free(sizes);
 	free(is_out);
 	return ret;

@@ -13,6 +13,9 @@
  *   op conv1 x w -> a:8192  an op: inputs, "->", outputs NAME:SIZE
  *   op relu1 a -> b:8192=a  b may be written into a in place (if a dies
  *                           here and is not an input/output of the graph)
+ *   op resh b -> c:8192^b   c is a view of b: the same bytes at the same
+ *                           offset, never written by anyone ("c^b": the
+ *                           size of b; a view is no larger than its base)
  *   op split b -> c:4K@256 d:4K   "@N": this tensor's own alignment
  *   barrier                 memory barrier: see below
  *   contig c d              c and d must be adjacent in memory, in order
@@ -30,8 +33,20 @@
  * without barriers nothing is reused; with a barrier between the steps of
  * an unrolled loop, each step may reuse the memory of the previous ones.
  *
+ * Aliasing. A view (Reshape, Squeeze, ...) shares its base's buffer at
+ * the base's offset, always: the buffer then lives as long as any of the
+ * tensors in it (the union of their lifetimes), and views of views chain.
+ * A view of a graph input stays in the input's memory (it is no copy); a
+ * graph output that is a view keeps its base's memory to the end. An
+ * in-place request ("=a") is a wish the lowering takes only when nothing
+ * reads that memory after the op: the input, every view of it and the
+ * base it is a view of die at the op, none is a graph input or output,
+ * none is in a contig group, and no other output of the op took it.
+ * struct md_graph_plan records, per tensor, what it aliases and how.
+ *
  * Reuse levels, each measured (struct md_reuse_stats):
- *   intra-op   an op writes its output into a dying input (in place)
+ *   intra-op   an op writes its output into a dying input (in place), or
+ *              its output is a view of an input
  *   inter-op   tensors that are never alive together share memory (plan)
  *   inter-model  graphs that never run at the same time share one arena
  *              (md_overlay())
@@ -81,6 +96,18 @@ int md_graph_op(struct md_graph *g, const char *name, const int *in,
 		size_t nin, const char *const *out_names,
 		const uint64_t *out_sizes, const uint64_t *out_align,
 		const int *inplace, size_t nout);
+/*
+ * md_graph_op_view() - md_graph_op() with @view (may be NULL) giving, per
+ * output, the input tensor id it is a view of, or -1. An output is either
+ * a view or (maybe) in place, not both; a view is no larger than its base
+ * and takes its base's alignment (its own is not used). -EINVAL when a
+ * view's base is not an input of the op, is larger than its base, or the
+ * output also has an in-place request.
+ */
+int md_graph_op_view(struct md_graph *g, const char *name, const int *in,
+		     size_t nin, const char *const *out_names,
+		     const uint64_t *out_sizes, const uint64_t *out_align,
+		     const int *inplace, const int *view, size_t nout);
 int md_graph_barrier(struct md_graph *g);
 int md_graph_output(struct md_graph *g, int tensor);
 int md_graph_contig(struct md_graph *g, const int *tensors, size_t n);
@@ -94,6 +121,8 @@ uint64_t md_graph_tensor_size(const struct md_graph *g, int tensor);
 uint64_t md_graph_tensor_align(const struct md_graph *g, int tensor);
 /* Tensor id by name, or -ENOENT. */
 int md_graph_find(const struct md_graph *g, const char *name);
+/* The tensor @tensor is a view of, -1 if none (or -ENOENT). */
+int md_graph_view_of(const struct md_graph *g, int tensor);
 
 struct md_reuse_stats {
 	uint64_t tensor_bytes;	/* sum of tensor sizes: no reuse at all */
@@ -101,9 +130,22 @@ struct md_reuse_stats {
 	uint64_t intra_op_saved;	/* tensor_bytes - buffer_bytes */
 	uint64_t peak;		/* arena of the plan */
 	uint64_t inter_op_saved;	/* buffer_bytes - peak */
-	uint64_t lower_bound;	/* of the planned buffers */
+	uint64_t lower_bound;	/* of the planned buffers: with aliasing */
 	unsigned int inplace_taken;	/* in-place requests honoured */
 	unsigned int inplace_refused;	/* input still needed later, ... */
+	unsigned int views;		/* tensors that are views */
+	/*
+	 * Max bytes alive at once with every tensor in a buffer of its own
+	 * (a contig group is one): the bound without views or in place.
+	 */
+	uint64_t lower_bound_noalias;
+};
+
+/* How a tensor shares memory with another (struct md_graph_plan.kind). */
+enum md_alias_kind {
+	MD_ALIAS_NONE,		/* memory of its own (or a contig group) */
+	MD_ALIAS_VIEW,		/* a view of alias[t] */
+	MD_ALIAS_INPLACE,	/* written into alias[t] in place */
 };
 
 /* A graph's buffers, its plan, and where every tensor landed. */
@@ -115,6 +157,8 @@ struct md_graph_plan {
 	uint64_t *offset;		/* tensor -> absolute offset */
 	uint64_t *lower, *upper;	/* tensor lifetimes */
 	struct md_reuse_stats stats;
+	int *alias;			/* tensor -> tensor it aliases, -1 */
+	uint8_t *kind;			/* tensor -> enum md_alias_kind */
 };
 
 /*
@@ -123,10 +167,33 @@ struct md_graph_plan {
  */
 int md_graph_lower(const struct md_graph *g, struct md_graph_plan *gp);
 
-/* md_graph_lower() + md_plan_solve(@opts) + tensor offsets + stats. */
+/*
+ * md_graph_lower() + md_plan_solve(@opts) + tensor offsets + stats. When
+ * an in-place merge took an output larger than its input (the buffer then
+ * holds the larger size for the input's whole life), the graph is also
+ * planned without such merges, and the plan with the lower peak is kept.
+ */
 int md_graph_plan(const struct md_graph *g, const struct md_plan_opts *opts,
 		  struct md_graph_plan *gp);
 void md_graph_plan_free(struct md_graph_plan *gp);
+
+/*
+ * md_graph_plan_validate() - check @gp's tensor offsets (gp->offset and
+ * gp->plan.peak) against @g, per tensor, not per buffer: lifetimes are
+ * computed from @g again; a view must sit at its base's offset; no two
+ * tensors alive at the same time overlap in memory unless they share
+ * memory legally: a view with its base (transitively), or an in-place
+ * output with its source when @g allows it there (the source, its views
+ * and its base die at that op, none is a graph input/output, no other
+ * output of that op took that memory first), at the source's offset.
+ * On failure *@c (may be NULL) names the tensor(s), as tensor ids in
+ * c->a and c->b (b is (size_t)-1 for a single misplaced tensor).
+ * Return: 0, -EEXIST (overlap), -EINVAL (misplaced view, outside the
+ * arena, misaligned) or -ENOMEM.
+ */
+int md_graph_plan_validate(const struct md_graph *g,
+			   const struct md_graph_plan *gp,
+			   struct md_conflict *c);
 
 /*
  * md_overlay() - inter-model reuse: @n models whose runs never overlap in

@@ -17,12 +17,18 @@
  *     and outputs are skipped.
  *   - Shape and Size read only their input's shape, known before the run:
  *     they do not keep that input alive.
+ *   - views: the output of Reshape, Flatten, Squeeze, Unsqueeze, Identity
+ *     and Dropout (inference: the identity; not its mask) is a view of
+ *     input 0 when it has the same bytes, as in ONNX Runtime: it allocates
+ *     nothing, shares its input's memory, and that memory lives as long
+ *     as either is read (md_graph_op_view()). A view of a graph input or
+ *     weight stays in that memory.
  *   - in place: the output of an element-wise op (unary, or binary with
- *     the output of the same shape and element size as that input),
- *     Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout and
+ *     the output of the same shape and element size as that input) and
  *     BatchNormalization may be written into an input of the same bytes;
- *     the graph takes it only when that input dies at the op and is not a
- *     graph input or output (md_graph_lower()).
+ *     the graph takes it only when nothing reads that memory after the op
+ *     (the input, its views, its base) and it is not a graph input or
+ *     output (md_graph_lower()).
  *
  * Sizes are element counts times the element size of the tensor's data
  * type (float 4, float16 and bfloat16 2, double, int64 and uint64 8, ...;
@@ -114,6 +120,7 @@ struct md_onnx_stats {
 	uint64_t activation_bytes;	/* outputs of the other nodes */
 	int64_t ir_version;
 	int64_t opset;		/* of the default domain, 0: none given */
+	size_t views;		/* op outputs that are views of input 0 */
 };
 
 /**

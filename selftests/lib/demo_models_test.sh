@@ -28,7 +28,7 @@ ok() {
 }
 
 echo "TAP version 13"
-echo "1..4"
+echo "1..5"
 
 "$gen" resnet50 -o "$tmp/resnet50.onnx" >/dev/null 2>&1 &&
 	"$gen" bert-large -o "$tmp/bert-large.onnx" >/dev/null 2>&1
@@ -62,5 +62,14 @@ sed 's/^/# /' "$tmp/bad" "$tmp/nodim"
 [ $rc1 = 1 ] && grep -q 'not an ONNX model' "$tmp/bad" &&
 	[ $rc2 = 1 ] && grep -q 'batch' "$tmp/nodim" && [ $rc3 = 2 ]
 ok $? "bad_model_unknown_dim_bad_option_refused"
+
+# The check is a real one: two live tensors that share no memory by right
+# (no view, no in place) put at one offset fail the run.
+METADEF_DEMO_OVERLAP=1 "$demo" --backend host "$tmp/bert-large.onnx" \
+	--dim batch=1 --dim seq=16 >"$tmp/overlap" 2>&1
+rc=$?
+sed 's/^/# /' "$tmp/overlap"
+[ $rc != 0 ] && grep -q 'was overwritten while alive' "$tmp/overlap"
+ok $? "overlapping_live_tensors_fail_the_check"
 
 [ $failed = 0 ]

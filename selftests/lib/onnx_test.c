@@ -127,7 +127,9 @@ TEST(shape_does_not_keep_its_input)
 	EXPECT_EQ(gp.buffer[T("a")], gp.buffer[T("s")]);
 	EXPECT_EQ(gp.buffer[T("a")], gp.buffer[T("y")]);
 	EXPECT_EQ(2, gp.upper[T("a")]);		/* dies at Sigmoid (step 1) */
-	EXPECT_EQ(2, gp.stats.inplace_taken);
+	EXPECT_EQ(1, gp.stats.inplace_taken);	/* Sigmoid */
+	EXPECT_EQ(1, gp.stats.views);		/* Reshape */
+	EXPECT_EQ(MD_ALIAS_VIEW, gp.kind[T("y")]);
 	md_graph_plan_free(&gp);
 	md_graph_free(g);
 	mb_free(b);
@@ -159,7 +161,7 @@ TEST(inplace_needs_same_bytes)
 	mb_free(b);
 }
 
-/* Reshape, Flatten, Unsqueeze, Squeeze, Identity: one buffer. */
+/* Reshape, Flatten, Unsqueeze, Squeeze, Identity: views, one buffer. */
 TEST(reshape_chain)
 {
 	struct mb *b = mb_new(17);
@@ -187,7 +189,64 @@ TEST(reshape_chain)
 	EXPECT_EQ(96, size_of(g, "y"));
 	EXPECT_EQ(gp.buffer[T("r")], gp.buffer[T("y")]);
 	EXPECT_EQ(gp.buffer[T("r")], gp.buffer[T("u")]);
-	EXPECT_EQ(5, gp.stats.inplace_taken);
+	EXPECT_EQ(0, gp.stats.inplace_taken);	/* Relu: into the input x */
+	EXPECT_EQ(5, gp.stats.views);
+	EXPECT_EQ(T("r"), md_graph_view_of(g, T("s")));
+	EXPECT_EQ(T("q"), md_graph_view_of(g, T("y")));
+	EXPECT_EQ(T("f"), gp.alias[T("u")]);
+	EXPECT_EQ(0, md_graph_plan_validate(g, &gp, NULL));
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+	mb_free(b);
+}
+
+/*
+ * Views as ONNX Runtime has them: a Reshape of a graph input stays in the
+ * input's memory; a Reshape read late keeps its input's memory alive, so
+ * a Relu on that input may not overwrite it; Dropout's output is a view,
+ * its mask is not. Peak and both bounds on this small graph.
+ */
+TEST(views_keep_their_base)
+{
+	struct mb *b = mb_new(17);
+	struct md_onnx_stats st;
+	struct md_graph_plan gp;
+	struct md_graph *g;
+	struct md_error e;
+
+	mb_input(b, "x", MB_F32, "4,16");		/* 256 bytes */
+	mb_ival(b, "shape", "64", 0);
+	mb_node(b, "Reshape", "x,shape", "xr");		/* step 0: view of x */
+	mb_node(b, "Sigmoid", "xr", "a");		/* step 1 */
+	mb_node(b, "Reshape", "a,shape", "ar");		/* step 2: view of a */
+	mb_node(b, "Relu", "a", "r");			/* 3: a read later */
+	mb_node(b, "Dropout", "r", "d,mask");		/* 4: d view of r */
+	mb_node(b, "Add", "d,ar", "y");			/* 5 */
+	mb_output(b, "y", MB_F32, NULL);
+	mb_output(b, "mask", MB_BOOL, NULL);
+	ASSERT_EQ(0, import(b, NULL, &g, &st, &e)) TH_LOG("%s", e.msg);
+	EXPECT_EQ(3, st.views);
+	EXPECT_EQ(T("x"), md_graph_view_of(g, T("xr")));
+	EXPECT_EQ(T("r"), md_graph_view_of(g, T("d")));
+	EXPECT_EQ(-1, md_graph_view_of(g, T("mask")));
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	EXPECT_EQ(gp.offset[T("x")], gp.offset[T("xr")]);
+	/* Sigmoid into xr (= x, an input): refused; Relu into a: ar reads
+	 * a at step 5, refused; Add into d (= r) or ar (= a): taken. */
+	EXPECT_NE(gp.buffer[T("a")], gp.buffer[T("r")]);
+	EXPECT_EQ(gp.buffer[T("a")], gp.buffer[T("ar")]);
+	EXPECT_EQ(6, gp.problem.bufs[gp.buffer[T("a")]].upper);
+	EXPECT_EQ(1, gp.stats.inplace_taken);
+	EXPECT_EQ(MD_ALIAS_INPLACE, gp.kind[T("y")]);
+	/*
+	 * With aliasing, step 4: x (256) + shape (8) + a (256, kept by ar)
+	 * + r (256) + mask (64) = 840. Each tensor apart, step 4 or 5:
+	 * x + shape + ar + r + d + mask, or ... + d + mask + y: 1096.
+	 */
+	EXPECT_EQ(840, gp.stats.lower_bound);
+	EXPECT_EQ(840, gp.plan.peak);
+	EXPECT_EQ(1096, gp.stats.lower_bound_noalias);
+	EXPECT_EQ(0, md_graph_plan_validate(g, &gp, NULL));
 	md_graph_plan_free(&gp);
 	md_graph_free(g);
 	mb_free(b);

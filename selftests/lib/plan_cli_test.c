@@ -649,6 +649,27 @@ TEST_F(cli, graph_and_inter_model)
 	EXPECT_NE(NULL, strstr(self->out, "\"intra_op_saved\": 4096"));
 }
 
+/* Views and in place: both bounds, and what each tensor aliases. */
+TEST_F(cli, graph_aliases_and_both_bounds)
+{
+	put("alias.graph", "input x 64\n"
+			   "op f x -> a:1000\n"
+			   "op resh a -> b^a\n"
+			   "op relu b -> c:1000=b\n"
+			   "op g c -> d:8\n"
+			   "output d\n");
+	ASSERT_EQ(0, run("alias.graph", self->out, sizeof(self->out)));
+	/* Apart: x + a + b at step 1; aliased: x + a+b+c + d at step 3. */
+	EXPECT_NE(NULL, strstr(self->out, "lower bound         1072 "));
+	EXPECT_NE(NULL, strstr(self->out, "bound (no alias)    2064 "));
+	EXPECT_NE(NULL, strstr(self->out, "(1 in place, 0 refused, 1 views)"));
+	ASSERT_EQ(0, run("--json alias.graph", self->out, sizeof(self->out)));
+	EXPECT_NE(NULL, strstr(self->out, "\"lower_bound_noalias\": 2064"));
+	EXPECT_NE(NULL, strstr(self->out, "\"view_of\": \"a\""));
+	EXPECT_NE(NULL, strstr(self->out, "\"inplace_of\": \"b\""));
+	EXPECT_NE(NULL, strstr(self->out, "\"views\": 1"));
+}
+
 /* An ONNX model: text, --json with the import figures, -o, --svg. */
 TEST_F(cli, onnx_model)
 {

@@ -37,7 +37,9 @@ static void usage(FILE *f)
 		"model (FILE.onnx; shapes inferred here, see include/metadef/onnx.h;\n"
 		"weights and graph inputs resident). Prints the buffers, the lower\n"
 		"bound (most bytes alive at once), the peak, their ratio, the saving\n"
-		"against no reuse and the time the planner took.\n"
+		"against no reuse and the time the planner took; for a graph also the\n"
+		"bound without aliasing (every tensor its own memory: no views, no in\n"
+		"place) and the in-place requests taken and the views.\n"
 		"Several FILEs are models that never run at the same time: each is\n"
 		"planned, then all share one arena (inter-model reuse).\n"
 		"\n"
@@ -51,7 +53,8 @@ static void usage(FILE *f)
 		"                           \"buffer_plan\" (id, lower, upper, size,\n"
 		"                           alignment, offset of every buffer) and for\n"
 		"                           a graph \"tensor_plan\" (the same per tensor,\n"
-		"                           and its buffer)\n"
+		"                           its buffer, and \"view_of\" or \"inplace_of\"\n"
+		"                           the tensor whose memory it shares)\n"
 		"  -f, --format FORMAT      csv, graph or onnx (default: onnx for\n"
 		"                           FILE.onnx, else from the first line: a graph\n"
 		"                           keyword, or a CSV column name)\n"
@@ -349,6 +352,30 @@ static int report_fixed_conflict(const struct model *m)
 	return ret == -EEXIST;
 }
 
+/*
+ * A graph's plan checked per tensor (views, in place): a planner bug would
+ * show here. 1 (printed) on a conflict.
+ */
+static int report_alias_conflict(const struct model *m)
+{
+	struct md_conflict c;
+	int ret = md_graph_plan_validate(m->graph, &m->gp, &c);
+
+	if (!ret || ret == -ENOMEM)
+		return 0;
+	if (ret == -EEXIST)
+		fprintf(stderr, "%s: internal error: tensors '%s' [%" PRIu64 ", %"
+			PRIu64 ") and '%s' [%" PRIu64 ", %" PRIu64
+			") overlap at [%" PRIu64 ", %" PRIu64 ")\n", m->path,
+			md_graph_tensor_name(m->graph, (int)c.a), c.a_lower,
+			c.a_upper, md_graph_tensor_name(m->graph, (int)c.b),
+			c.b_lower, c.b_upper, c.b_off, c.a_end);
+	else
+		fprintf(stderr, "%s: internal error: tensor '%s' misplaced\n",
+			m->path, md_graph_tensor_name(m->graph, (int)c.a));
+	return 1;
+}
+
 static void unload(struct model *m)
 {
 	md_graph_plan_free(&m->gp);
@@ -484,6 +511,8 @@ static int load(struct model *m, const char *path, int format,
 	if (plan_exact_enabled() && run_exact(m))
 		goto fail;
 	m->ms = now_ms() - t0;
+	if (m->is_graph && report_alias_conflict(m))
+		goto fail;
 	return 0;
 fail:
 	unload(m);
@@ -542,6 +571,7 @@ static void print_text(const struct model *m)
 		       os->activation_bytes,
 		       md_format_size(os->activation_bytes, a, sizeof(a)));
 		printf("  ops in place        %zu marked\n", os->inplace);
+		printf("  views               %zu marked\n", os->views);
 	}
 	if (m->is_graph)
 		printf("  tensors             %zu\n", m->gp.ntensors);
@@ -550,6 +580,11 @@ static void print_text(const struct model *m)
 	       md_format_size(no_reuse(m), a, sizeof(a)));
 	printf("  lower bound         %" PRIu64 " (%s)\n", pl->lower_bound,
 	       md_format_size(pl->lower_bound, b, sizeof(b)));
+	if (m->is_graph)
+		printf("  bound (no alias)    %" PRIu64 " (%s)\n",
+		       m->gp.stats.lower_bound_noalias,
+		       md_format_size(m->gp.stats.lower_bound_noalias, b,
+				      sizeof(b)));
 	printf("  peak                %" PRIu64 " (%s)\n", pl->peak,
 	       md_format_size(pl->peak, c, sizeof(c)));
 	printf("  peak/lower bound    %.3f\n", ratio(pl->peak, pl->lower_bound));
@@ -568,9 +603,9 @@ static void print_text(const struct model *m)
 	if (m->is_graph) {
 		const struct md_reuse_stats *st = &m->gp.stats;
 
-		printf("  intra-op reuse      %" PRIu64 " bytes (%u in place, %u refused)\n",
+		printf("  intra-op reuse      %" PRIu64 " bytes (%u in place, %u refused, %u views)\n",
 		       st->intra_op_saved, st->inplace_taken,
-		       st->inplace_refused);
+		       st->inplace_refused, st->views);
 		printf("  inter-op reuse      %" PRIu64 " bytes\n",
 		       st->inter_op_saved);
 	}
@@ -604,7 +639,8 @@ static const char *buf_id(const struct md_problem *p, size_t i, char *tmp,
 
 /*
  * "buffer_plan": every buffer planned with its offset; for a graph also
- * "tensor_plan": every tensor with its own offset and its buffer's id.
+ * "tensor_plan": every tensor with its own offset and its buffer's id, and
+ * "view_of" or "inplace_of" the tensor whose memory it shares.
  */
 static void print_json_placements(const struct model *m)
 {
@@ -639,6 +675,12 @@ static void print_json_placements(const struct model *m)
 		       md_graph_tensor_size(m->graph, t),
 		       md_graph_tensor_align(m->graph, t), m->gp.offset[i]);
 		json_str(stdout, buf_id(p, m->gp.buffer[i], tmp, sizeof(tmp)));
+		if (m->gp.kind[i] != MD_ALIAS_NONE) {
+			printf(", \"%s\": ", m->gp.kind[i] == MD_ALIAS_VIEW ?
+			       "view_of" : "inplace_of");
+			json_str(stdout, md_graph_tensor_name(m->graph,
+							      m->gp.alias[i]));
+		}
 		printf("}");
 	}
 	printf("%s]", m->gp.ntensors ? "\n    " : "");
@@ -655,16 +697,17 @@ static void print_json(const struct model *m, int last)
 	       m->p->n);
 	if (m->is_onnx)
 		printf("\"onnx\": {\"nodes\": %zu, \"tensors\": %zu, "
-		       "\"inferred\": %zu, \"inplace\": %zu, "
+		       "\"inferred\": %zu, \"inplace\": %zu, \"views\": %zu, "
 		       "\"weight_bytes\": %" PRIu64 ", \"input_bytes\": %" PRIu64
 		       ", \"activation_bytes\": %" PRIu64 ", \"ir_version\": %"
 		       PRId64 ", \"opset\": %" PRId64 "}, ",
 		       m->onnx.nodes, m->onnx.tensors, m->onnx.inferred,
-		       m->onnx.inplace, m->onnx.weight_bytes,
+		       m->onnx.inplace, m->onnx.views, m->onnx.weight_bytes,
 		       m->onnx.input_bytes, m->onnx.activation_bytes,
 		       m->onnx.ir_version, m->onnx.opset);
 	if (m->is_graph)
-		printf("\"tensors\": %zu, ", m->gp.ntensors);
+		printf("\"tensors\": %zu, \"lower_bound_noalias\": %" PRIu64
+		       ", ", m->gp.ntensors, m->gp.stats.lower_bound_noalias);
 	printf("\"no_reuse\": %" PRIu64 ", \"lower_bound\": %" PRIu64
 	       ", \"peak\": %" PRIu64 ", \"peak_over_lower_bound\": %.4f, "
 	       "\"saving_percent\": %.2f, \"strategy\": \"%s\", "
@@ -688,10 +731,11 @@ static void print_json(const struct model *m, int last)
 		printf(", \"reuse\": {\"tensor_bytes\": %" PRIu64
 		       ", \"intra_op_saved\": %" PRIu64
 		       ", \"inter_op_saved\": %" PRIu64
-		       ", \"inplace_taken\": %u, \"inplace_refused\": %u}",
+		       ", \"inplace_taken\": %u, \"inplace_refused\": %u"
+		       ", \"views\": %u}",
 		       st->tensor_bytes, st->intra_op_saved,
 		       st->inter_op_saved, st->inplace_taken,
-		       st->inplace_refused);
+		       st->inplace_refused, st->views);
 	}
 	plan_exact_json(stdout);
 	print_json_placements(m);
