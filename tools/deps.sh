@@ -44,6 +44,10 @@ esac
 missing=""
 for p in $want; do
 	case " $missing " in *" $p "*) continue ;; esac
+	# A Node.js that brings its own npm (nodesource's nodejs, as on the
+	# project's machines) conflicts with Debian's npm package: the
+	# command is what the bench needs.
+	[ "$p" = npm ] && command -v npm >/dev/null 2>&1 && continue
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
 	     grep -q '^install ok installed$'; then
 		missing="$missing $p"
