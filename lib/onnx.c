@@ -731,15 +731,16 @@ static int fuse_groups(struct ox_ctx *c, const int *order,
 
 /*
  * The fused op ending at position @pos: the external inputs of its
- * @nm members (positions @mem) into @fx (tensor indices, each once),
- * their number returned; *@ip the graph id its output @o may be written
- * into, as pick_inplace() chooses.
+ * @nm members (positions @mem) into @fx (tensor indices, each once:
+ * @seen[t] is pos + 1 once t is in), their number returned; *@ip the
+ * graph id its output @o may be written into, as pick_inplace() chooses.
  */
 static size_t fused_inputs(const struct ox_ctx *c, const int *order,
 			   const int *mem, size_t nm, const struct ox_tensor *o,
-			   int pos, const uint8_t *is_out, int *fx, int *ip)
+			   int pos, const uint8_t *is_out, int *fx, int *seen,
+			   int *ip)
 {
-	size_t m, k, j, nx = 0;
+	size_t m, k, nx = 0;
 	int dying = 0;
 
 	*ip = -1;
@@ -751,12 +752,9 @@ static size_t fused_inputs(const struct ox_ctx *c, const int *order,
 			const struct ox_tensor *x;
 
 			/* Intermediates and left-out weights: no gid. */
-			if (t < 0 || c->t[t].gid < 0)
+			if (t < 0 || c->t[t].gid < 0 || seen[t] == pos + 1)
 				continue;
-			for (j = 0; j < nx && fx[j] != t; j++)
-				;
-			if (j < nx)
-				continue;
+			seen[t] = pos + 1;
 			fx[nx++] = t;
 			x = &c->t[t];
 			if (x->bytes != o->bytes || dying)
@@ -776,11 +774,11 @@ static size_t fused_inputs(const struct ox_ctx *c, const int *order,
 /*
  * The op of the fused group whose last node is at position @pos (members
  * from head[pos] along @next): external inputs, the last node's output,
- * the first node's name. @mem, @fx and @gin: scratch.
+ * the first node's name. @mem, @fx, @seen and @gin: scratch.
  */
 static int add_fused(struct ox_ctx *c, struct md_graph *g, const int *order,
 		     size_t pos, const int *head, const int *next, int *mem,
-		     int *fx, int *gin, const uint8_t *is_out,
+		     int *fx, int *seen, int *gin, const uint8_t *is_out,
 		     struct md_onnx_stats *st)
 {
 	const Onnx__NodeProto *last = c->g->node[order[pos]];
@@ -793,7 +791,8 @@ static int add_fused(struct ox_ctx *c, struct md_graph *g, const int *order,
 
 	for (j = head[pos]; j >= 0; j = next[j])
 		mem[nm++] = j;
-	nx = fused_inputs(c, order, mem, nm, o, (int)pos, is_out, fx, &ip);
+	nx = fused_inputs(c, order, mem, nm, o, (int)pos, is_out, fx, seen,
+			  &ip);
 	for (k = 0; k < nx; k++)
 		gin[k] = c->t[fx[k]].gid;
 	name = graph_name(g, o->name, NULL, 0);
@@ -823,7 +822,7 @@ static int build(struct ox_ctx *c, struct md_graph *g, const int *order,
 	size_t i, k, maxio = 1, allin = 1, nn = gp->n_node;
 	int *in = NULL, *inp = NULL, *view = NULL, ret = -ENOMEM;
 	int *root = NULL, *head = NULL, *tail = NULL, *next = NULL;
-	int *mem = NULL, *fx = NULL;
+	int *mem = NULL, *fx = NULL, *seen = NULL;
 	uint64_t *sizes = NULL;
 	char **names = NULL;
 	uint8_t *is_out = NULL;
@@ -857,7 +856,8 @@ static int build(struct ox_ctx *c, struct md_graph *g, const int *order,
 		next = calloc(nn + 1, sizeof(*next));
 		mem = calloc(nn + 1, sizeof(*mem));
 		fx = calloc(allin, sizeof(*fx));
-		if (!root || !head || !tail || !next || !mem || !fx)
+		seen = calloc(c->nt + 1, sizeof(*seen));
+		if (!root || !head || !tail || !next || !mem || !fx || !seen)
 			goto out;
 		ret = fuse_groups(c, order, is_out, root);
 		if (ret)
@@ -900,7 +900,7 @@ static int build(struct ox_ctx *c, struct md_graph *g, const int *order,
 			continue;	/* in the fused op of a later node */
 		if (fuse && head[i] != (int)i) {
 			ret = add_fused(c, g, order, i, head, next, mem, fx,
-					inp, is_out, st);
+					seen, inp, is_out, st);
 			if (ret)
 				goto out;
 			ret = -ENOMEM;
@@ -975,6 +975,7 @@ out:
 	free(next);
 	free(mem);
 	free(fx);
+	free(seen);
 	return ret;
 }
 
