@@ -643,26 +643,200 @@ static int pick_view(const struct ox_ctx *c, const Onnx__NodeProto *n,
 	return t->gid;
 }
 
+/* May node @n join a fused group: element-wise, one output. */
+static int fusable(const struct ox_ctx *c, const Onnx__NodeProto *n)
+{
+	return n->n_output == 1 && *n->output[0] && ox_elementwise(n) &&
+	       ox_find(c, n->output[0]) >= 0;
+}
+
+/*
+ * Element-wise fusion (MD_ONNX_FUSE): root[i] is the position in @order
+ * of the last node of the group the node at position i belongs to (i
+ * itself when it is the last one or in no group). A node joins the group
+ * of the producer of one of its inputs when both are fusable and that
+ * input has this one reader (one input slot of one node), is no graph
+ * output and has the element count of the node's output. Every group is
+ * then a tree whose only output leaves from its last node: nothing
+ * outside reads inside it, so no path leaves it and comes back. Last uses
+ * move to the group's step.
+ */
+static int fuse_groups(struct ox_ctx *c, const int *order,
+		       const uint8_t *is_out, int *root)
+{
+	const Onnx__GraphProto *gp = c->g;
+	size_t nn = gp->n_node, i, k;
+	int *readers = calloc(c->nt + 1, sizeof(*readers));
+	int *pos = calloc(nn + 1, sizeof(*pos));
+
+	if (!readers || !pos) {
+		free(readers);
+		free(pos);
+		return -ENOMEM;
+	}
+	for (i = 0; i < nn; i++) {
+		const Onnx__NodeProto *n = gp->node[order[i]];
+
+		pos[order[i]] = (int)i;
+		root[i] = (int)i;
+		for (k = 0; k < n->n_input; k++) {
+			int t = *n->input[k] ? ox_find(c, n->input[k]) : -1;
+
+			if (t >= 0)
+				readers[t]++;
+		}
+	}
+	for (i = 0; i < nn; i++) {
+		const Onnx__NodeProto *n = gp->node[order[i]];
+		int64_t numel;
+
+		if (!fusable(c, n))
+			continue;
+		numel = t_numel(&c->t[ox_find(c, n->output[0])]);
+		for (k = 0; k < n->n_input; k++) {
+			int t = *n->input[k] ? ox_find(c, n->input[k]) : -1;
+			const struct ox_tensor *x;
+
+			if (t < 0)
+				continue;
+			x = &c->t[t];
+			if (x->kind != OX_K_NODE || x->producer < 0 ||
+			    readers[t] != 1 || is_out[t] ||
+			    t_numel(x) != numel || numel < 0 ||
+			    !fusable(c, gp->node[x->producer]))
+				continue;
+			/* Its producer is the last node of its group. */
+			root[pos[x->producer]] = (int)i;
+		}
+	}
+	/* Resolve: a root is always later than its members. */
+	for (i = nn; i-- > 0;)
+		root[i] = root[root[i]];
+	for (i = 0; i < nn; i++) {
+		const Onnx__NodeProto *n = gp->node[order[i]];
+
+		if (root[i] == (int)i || meta_only(n))
+			continue;
+		for (k = 0; k < n->n_input; k++) {
+			int t = *n->input[k] ? ox_find(c, n->input[k]) : -1;
+
+			if (t >= 0 && c->t[t].last_use < root[i])
+				c->t[t].last_use = root[i];
+		}
+	}
+	free(readers);
+	free(pos);
+	return 0;
+}
+
+/*
+ * The fused op ending at position @pos: the external inputs of its
+ * @nm members (positions @mem) into @fx (tensor indices, each once:
+ * @seen[t] is pos + 1 once t is in), their number returned; *@ip the
+ * graph id its output @o may be written into, as pick_inplace() chooses.
+ */
+static size_t fused_inputs(const struct ox_ctx *c, const int *order,
+			   const int *mem, size_t nm, const struct ox_tensor *o,
+			   int pos, const uint8_t *is_out, int *fx, int *seen,
+			   int *ip)
+{
+	size_t m, k, nx = 0;
+	int dying = 0;
+
+	*ip = -1;
+	for (m = 0; m < nm; m++) {
+		const Onnx__NodeProto *n = c->g->node[order[mem[m]]];
+
+		for (k = 0; k < n->n_input; k++) {
+			int t = *n->input[k] ? ox_find(c, n->input[k]) : -1;
+			const struct ox_tensor *x;
+
+			/* Intermediates and left-out weights: no gid. */
+			if (t < 0 || c->t[t].gid < 0 || seen[t] == pos + 1)
+				continue;
+			seen[t] = pos + 1;
+			fx[nx++] = t;
+			x = &c->t[t];
+			if (x->bytes != o->bytes || dying)
+				continue;
+			if (x->last_use == pos && x->kind == OX_K_NODE &&
+			    !is_out[t]) {
+				*ip = x->gid;
+				dying = 1;
+			} else if (*ip < 0) {
+				*ip = x->gid;
+			}
+		}
+	}
+	return nx;
+}
+
+/*
+ * The op of the fused group whose last node is at position @pos (members
+ * from head[pos] along @next): external inputs, the last node's output,
+ * the first node's name. @mem, @fx, @seen and @gin: scratch.
+ */
+static int add_fused(struct ox_ctx *c, struct md_graph *g, const int *order,
+		     size_t pos, const int *head, const int *next, int *mem,
+		     int *fx, int *seen, int *gin, const uint8_t *is_out,
+		     struct md_onnx_stats *st)
+{
+	const Onnx__NodeProto *last = c->g->node[order[pos]];
+	const Onnx__NodeProto *first = c->g->node[order[head[pos]]];
+	struct ox_tensor *o = &c->t[ox_find(c, last->output[0])];
+	size_t nm = 0, nx, k;
+	int j, ip, id;
+	uint64_t size = o->bytes;
+	char *name;
+
+	for (j = head[pos]; j >= 0; j = next[j])
+		mem[nm++] = j;
+	nx = fused_inputs(c, order, mem, nm, o, (int)pos, is_out, fx, seen,
+			  &ip);
+	for (k = 0; k < nx; k++)
+		gin[k] = c->t[fx[k]].gid;
+	name = graph_name(g, o->name, NULL, 0);
+	if (!name)
+		return -ENOMEM;
+	id = md_graph_op_view(g, first->name, gin, nx,
+			      (const char *const *)&name, &size, NULL, &ip,
+			      NULL, 1);
+	free(name);
+	if (id < 0)
+		return id;
+	o->gid = id;
+	st->inplace += ip >= 0;
+	st->tensors++;
+	st->fused_ops++;
+	st->fused_nodes += nm;
+	st->fused_tensors += nm - 1;
+	return 0;
+}
+
 static int build(struct ox_ctx *c, struct md_graph *g, const int *order,
 		 struct md_onnx_stats *st)
 {
 	const Onnx__GraphProto *gp = c->g;
 	int no_w = !!(c->o->flags & MD_ONNX_NO_WEIGHTS);
-	size_t i, k, maxio = 1;
+	int fuse = !!(c->o->flags & MD_ONNX_FUSE);
+	size_t i, k, maxio = 1, allin = 1, nn = gp->n_node;
 	int *in = NULL, *inp = NULL, *view = NULL, ret = -ENOMEM;
+	int *root = NULL, *head = NULL, *tail = NULL, *next = NULL;
+	int *mem = NULL, *fx = NULL, *seen = NULL;
 	uint64_t *sizes = NULL;
 	char **names = NULL;
 	uint8_t *is_out = NULL;
 	enum ox_kind kinds[] = { OX_K_INPUT, OX_K_INIT, OX_K_CONST };
 
-	for (i = 0; i < gp->n_node; i++) {
+	for (i = 0; i < nn; i++) {
 		if (gp->node[i]->n_input > maxio)
 			maxio = gp->node[i]->n_input;
 		if (gp->node[i]->n_output > maxio)
 			maxio = gp->node[i]->n_output;
+		allin += gp->node[i]->n_input;
 	}
 	in = calloc(maxio, sizeof(*in));
-	inp = calloc(maxio, sizeof(*inp));
+	inp = calloc(fuse ? allin : maxio, sizeof(*inp));
 	view = calloc(maxio, sizeof(*view));
 	sizes = calloc(maxio, sizeof(*sizes));
 	names = calloc(maxio, sizeof(*names));
@@ -674,6 +848,34 @@ static int build(struct ox_ctx *c, struct md_graph *g, const int *order,
 
 		if (t >= 0)
 			is_out[t] = 1;
+	}
+	if (fuse) {
+		root = calloc(nn + 1, sizeof(*root));
+		head = calloc(nn + 1, sizeof(*head));
+		tail = calloc(nn + 1, sizeof(*tail));
+		next = calloc(nn + 1, sizeof(*next));
+		mem = calloc(nn + 1, sizeof(*mem));
+		fx = calloc(allin, sizeof(*fx));
+		seen = calloc(c->nt + 1, sizeof(*seen));
+		if (!root || !head || !tail || !next || !mem || !fx || !seen)
+			goto out;
+		ret = fuse_groups(c, order, is_out, root);
+		if (ret)
+			goto out;
+		ret = -ENOMEM;
+		/* Each group's members in order, by its last node. */
+		for (i = 0; i < nn; i++)
+			head[i] = -1;
+		for (i = 0; i < nn; i++) {
+			int r = root[i];
+
+			next[i] = -1;
+			if (head[r] < 0)
+				head[r] = (int)i;
+			else
+				next[tail[r]] = (int)i;
+			tail[r] = (int)i;
+		}
 	}
 	/* Resident: graph inputs, then initializers, then constants. */
 	for (k = 0; !no_w && k < 3; k++) {
@@ -694,6 +896,16 @@ static int build(struct ox_ctx *c, struct md_graph *g, const int *order,
 		if (!strcmp(n->op_type, "Constant") &&
 		    (!n->domain || !*n->domain || !strcmp(n->domain, "ai.onnx")))
 			continue;
+		if (fuse && root[i] != (int)i)
+			continue;	/* in the fused op of a later node */
+		if (fuse && head[i] != (int)i) {
+			ret = add_fused(c, g, order, i, head, next, mem, fx,
+					seen, inp, is_out, st);
+			if (ret)
+				goto out;
+			ret = -ENOMEM;
+			continue;
+		}
 		for (k = 0; k < n->n_input; k++) {
 			int t = *n->input[k] ? ox_find(c, n->input[k]) : -1;
 
@@ -757,6 +969,13 @@ out:
 	free(view);
 	free(sizes);
 	free(is_out);
+	free(root);
+	free(head);
+	free(tail);
+	free(next);
+	free(mem);
+	free(fx);
+	free(seen);
 	return ret;
 }
 
@@ -767,7 +986,8 @@ static int check_opts(const struct md_onnx_opts *o, struct md_error *err)
 	size_t i, k;
 
 	if ((unsigned int)o->dtype > MD_ONNX_DTYPE_BF16 ||
-	    (o->flags & ~MD_ONNX_NO_WEIGHTS) || (o->ninputs && !o->inputs) ||
+	    (o->flags & ~(MD_ONNX_NO_WEIGHTS | MD_ONNX_FUSE)) ||
+	    (o->ninputs && !o->inputs) ||
 	    (o->ndims && !o->dims))
 		return md_parse_fail(err, 0, "bad import options");
 	for (i = 0; i < o->ninputs; i++) {

@@ -102,6 +102,12 @@ int ox_infer(struct ox_ctx *c, const Onnx__NodeProto *n, int idx,
  */
 unsigned int ox_inplace_inputs(const Onnx__NodeProto *n, size_t nin);
 
+/*
+ * Is node @n element-wise (MD_ONNX_FUSE may fuse it): a unary op, Cast,
+ * a broadcasting binary or variadic op, Where; not Identity or Dropout.
+ */
+int ox_elementwise(const Onnx__NodeProto *n);
+
 /* Is there shape inference here for node @n's operator? */
 int ox_op_known(const Onnx__NodeProto *n);
 

@@ -1947,6 +1947,16 @@ unsigned int ox_inplace_inputs(const Onnx__NodeProto *n, size_t nin)
 	return 0;
 }
 
+int ox_elementwise(const Onnx__NodeProto *n)
+{
+	const struct op_desc *d = find_op(n);
+
+	if (!d || !strcmp(d->name, "Dropout") || !strcmp(d->name, "Identity"))
+		return 0;
+	return d->fn == op_unary || d->fn == op_cast || d->fn == op_bcast ||
+	       d->fn == op_where;
+}
+
 int ox_infer(struct ox_ctx *c, const Onnx__NodeProto *n, int idx,
 	     const int *in, size_t nin, const int *out, size_t nout)
 {

@@ -29,6 +29,22 @@
  *     the graph takes it only when nothing reads that memory after the op
  *     (the input, its views, its base) and it is not a graph input or
  *     output (md_graph_lower()).
+ *   - element-wise fusion (MD_ONNX_FUSE, off by default): a group of
+ *     element-wise nodes (unary ops, Cast, broadcasting binary and
+ *     variadic ops, Where; not the views Identity and Dropout) joined by
+ *     intermediates that have one reader, inside the group, are no graph
+ *     output and have the group's element count becomes one op, as an
+ *     optimizing runtime or an accelerator compiler fuses them into one
+ *     kernel (the exporters' GELU Div -> Erf -> Add -> Mul -> Mul, a
+ *     bias + activation, the tail of a LayerNorm). Its inputs are the
+ *     group's external inputs, each once; its output the last node's;
+ *     the intermediates are no tensors of the graph. The op runs at the
+ *     last node's step, is named after the first node, and its output may
+ *     be written in place into an external input of the same bytes. A
+ *     group is a tree grown along single-reader edges in topological
+ *     order: nothing outside reads inside it, so it stays acyclic with
+ *     the rest of the graph. Shapes are inferred before fusion, as
+ *     without it.
  *
  * Sizes are element counts times the element size of the tensor's data
  * type (float 4, float16 and bfloat16 2, double, int64 and uint64 8, ...;
@@ -95,6 +111,8 @@ enum md_onnx_dtype {
 
 /* Leave graph inputs, initializers and constants out of the problem. */
 #define MD_ONNX_NO_WEIGHTS	(1u << 0)
+/* Fuse element-wise groups into one op each (see above). */
+#define MD_ONNX_FUSE		(1u << 1)
 
 struct md_onnx_opts {
 	const struct md_onnx_input *inputs;	/* shape overrides */
@@ -121,6 +139,9 @@ struct md_onnx_stats {
 	int64_t ir_version;
 	int64_t opset;		/* of the default domain, 0: none given */
 	size_t views;		/* op outputs that are views of input 0 */
+	size_t fused_ops;	/* ops made of fused groups (MD_ONNX_FUSE) */
+	size_t fused_nodes;	/* nodes in them, the last ones included */
+	size_t fused_tensors;	/* intermediates that are no graph tensors */
 };
 
 /**

@@ -165,7 +165,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.dims = dims,
 		.ndims = h & 1 ? sizeof(dims) / sizeof(dims[0]) : 0,
 		.dtype = (enum md_onnx_dtype)((h >> 1) % 4),
-		.flags = (h >> 3) & 1 ? MD_ONNX_NO_WEIGHTS : 0,
+		.flags = ((h >> 3) & 1 ? MD_ONNX_NO_WEIGHTS : 0) |
+			 ((h >> 4) & 1 ? MD_ONNX_FUSE : 0),
 	};
 	struct md_onnx_stats st;
 	struct md_graph_plan gp;
@@ -200,7 +201,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(!err.msg[0], "a message on success: %s", err.msg);
 	n = md_graph_tensor_count(g);
 	FUZZ_CHECK(n == st.tensors, "%zu tensors, stats say %zu", n, st.tensors);
-	FUZZ_CHECK(st.inferred <= n && st.inplace <= n, "figures past the tensors");
+	/* Shapes are inferred before fusion: the fused-away tensors too. */
+	FUZZ_CHECK(st.inferred <= n + st.fused_tensors && st.inplace <= n,
+		   "figures past the tensors");
+	FUZZ_CHECK(st.fused_nodes == st.fused_ops + st.fused_tensors &&
+		   st.fused_nodes <= st.nodes &&
+		   (o.flags & MD_ONNX_FUSE || !st.fused_nodes),
+		   "fused %zu ops of %zu nodes, %zu tensors", st.fused_ops,
+		   st.fused_nodes, st.fused_tensors);
 	for (i = 0; i < n; i++)
 		FUZZ_CHECK(md_graph_find(g, md_graph_tensor_name(g, (int)i)) == (int)i,
 			   "tensor %zu ('%s') not found by its name", i,
@@ -213,6 +221,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 	FUZZ_CHECK(!md_plan_validate(&gp.problem, gp.plan.offsets, NULL),
 		   "plan does not validate");
+	FUZZ_CHECK(!md_graph_plan_validate(g, &gp, NULL),
+		   "tensor offsets do not validate");
 	fuzz_check_plan(&gp.problem, gp.plan.offsets, "onnx plan");
 	md_graph_plan_free(&gp);
 out:

@@ -823,6 +823,231 @@ TEST(parse_dims)
 					      d, &r));
 }
 
+/*
+ * The exporters' GELU, x = in + bias read by Div and by the first Mul,
+ * then a MatMul: Div -> Erf -> Add -> Mul -> Mul.
+ */
+static struct mb *gelu_model(void)
+{
+	struct mb *b = mb_new(17);
+
+	mb_input(b, "in", MB_F32, "4,64");
+	mb_init(b, "bias", MB_F32, "64", NULL);
+	mb_init(b, "sqrt2", MB_F32, "", NULL);
+	mb_init(b, "one", MB_F32, "", NULL);
+	mb_init(b, "half", MB_F32, "", NULL);
+	mb_init(b, "w", MB_F32, "64,16", NULL);
+	mb_node(b, "Add", "in,bias", "x");
+	mb_node(b, "Div", "x,sqrt2", "d");
+	mb_node(b, "Erf", "d", "e");
+	mb_node(b, "Add", "e,one", "a");
+	mb_node(b, "Mul", "x,a", "m");
+	mb_node(b, "Mul", "m,half", "y");
+	mb_node(b, "MatMul", "y,w", "z");
+	mb_output(b, "z", MB_F32, NULL);
+	return b;
+}
+
+/* The GELU chain becomes one op; its output takes x's memory. */
+TEST(fuse_gelu_chain)
+{
+	struct md_onnx_opts o = { .flags = MD_ONNX_NO_WEIGHTS };
+	struct md_graph_plan gp, gp0;
+	struct mb *b = gelu_model();
+	struct md_onnx_stats st;
+	struct md_graph *g, *g0;
+	struct md_error e;
+
+	ASSERT_EQ(0, import(b, &o, &g0, &st, &e)) TH_LOG("%s", e.msg);
+	EXPECT_EQ(0, st.fused_ops);
+	ASSERT_EQ(0, md_graph_plan(g0, NULL, &gp0));
+	o.flags |= MD_ONNX_FUSE;
+	ASSERT_EQ(0, import(b, &o, &g, &st, &e)) TH_LOG("%s", e.msg);
+	EXPECT_EQ(7, st.nodes);
+	EXPECT_EQ(1, st.fused_ops);
+	EXPECT_EQ(5, st.fused_nodes);
+	EXPECT_EQ(4, st.fused_tensors);
+	EXPECT_EQ(3, st.tensors);	/* x, y, z */
+	EXPECT_EQ(3, md_graph_tensor_count(g));
+	EXPECT_GT(0, T("d"));
+	EXPECT_GT(0, T("e"));
+	EXPECT_GT(0, T("a"));
+	EXPECT_GT(0, T("m"));
+	EXPECT_EQ(1024, size_of(g, "y"));
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	EXPECT_EQ(0, md_graph_plan_validate(g, &gp, NULL));
+	/* y written into x: x dies at the fused op. */
+	EXPECT_EQ(MD_ALIAS_INPLACE, gp.kind[T("y")]);
+	EXPECT_EQ(T("x"), gp.alias[T("y")]);
+	EXPECT_EQ(gp.offset[T("x")], gp.offset[T("y")]);
+	/* x [0, 2), y [1, 3): the op is the chain's last node's step. */
+	EXPECT_EQ(2, gp.upper[T("x")]);
+	/* Before: x and d (or the chain's buffer) alive together. */
+	EXPECT_EQ(1280, gp.plan.peak);
+	EXPECT_EQ(2048, gp0.plan.peak);
+	EXPECT_EQ(gp0.stats.lower_bound, gp0.plan.peak);
+	md_graph_plan_free(&gp);
+	md_graph_plan_free(&gp0);
+	md_graph_free(g);
+	md_graph_free(g0);
+	mb_free(b);
+}
+
+/* Fusion off: the graph of the import without the flag, every tensor. */
+TEST(fuse_off_keeps_the_graph)
+{
+	struct md_onnx_opts o = { .flags = MD_ONNX_NO_WEIGHTS };
+	const char *names[] = { "x", "d", "e", "a", "m", "y", "z" };
+	struct mb *b = gelu_model();
+	struct md_onnx_stats st;
+	struct md_graph_plan gp;
+	struct md_graph *g;
+	struct md_error e;
+	size_t i;
+
+	ASSERT_EQ(0, import(b, &o, &g, &st, &e)) TH_LOG("%s", e.msg);
+	EXPECT_EQ(7, st.tensors);
+	EXPECT_EQ(0, st.fused_ops);
+	EXPECT_EQ(0, st.fused_nodes);
+	EXPECT_EQ(0, st.fused_tensors);
+	EXPECT_EQ(5, st.inplace);
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		EXPECT_EQ((int)i, T(names[i]));
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	EXPECT_EQ(0, md_graph_plan_validate(g, &gp, NULL));
+	EXPECT_EQ(5, gp.upper[T("x")]);	/* read by the first Mul */
+	EXPECT_EQ(2048, gp.plan.peak);
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+	mb_free(b);
+}
+
+/* An intermediate that is a graph output ends a group. */
+TEST(fuse_stops_at_graph_output)
+{
+	struct md_onnx_opts o = { .flags = MD_ONNX_FUSE };
+	struct mb *b = mb_new(17);
+	struct md_onnx_stats st;
+	struct md_graph_plan gp;
+	struct md_graph *g;
+	struct md_error e;
+
+	mb_input(b, "x", MB_F32, "2,8");
+	mb_node(b, "Relu", "x", "a");
+	mb_node(b, "Sigmoid", "a", "s");
+	mb_node(b, "Tanh", "s", "c");
+	mb_node(b, "Neg", "c", "n");
+	mb_output(b, "s", MB_F32, NULL);
+	mb_output(b, "n", MB_F32, NULL);
+	ASSERT_EQ(0, import(b, &o, &g, &st, &e)) TH_LOG("%s", e.msg);
+	EXPECT_EQ(2, st.fused_ops);	/* Relu+Sigmoid, Tanh+Neg */
+	EXPECT_EQ(4, st.fused_nodes);
+	EXPECT_GT(0, T("a"));
+	EXPECT_GT(0, T("c"));
+	EXPECT_LE(0, T("s"));
+	EXPECT_LE(0, T("n"));
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	EXPECT_EQ(0, md_graph_plan_validate(g, &gp, NULL));
+	/* s is an output: n may not take its memory. */
+	EXPECT_NE(gp.buffer[T("s")], gp.buffer[T("n")]);
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+	mb_free(b);
+}
+
+/* a is read by Softmax too: Sigmoid's group starts after a. */
+TEST(fuse_not_across_outside_reader)
+{
+	struct md_onnx_opts o = { .flags = MD_ONNX_FUSE };
+	struct mb *b = mb_new(17);
+	struct md_onnx_stats st;
+	struct md_graph_plan gp;
+	struct md_graph *g;
+	struct md_error e;
+
+	mb_input(b, "x", MB_F32, "2,8");
+	mb_node(b, "Relu", "x", "a");
+	mb_node(b, "Sigmoid", "a", "s");
+	mb_node(b, "Softmax", "a", "t");
+	mb_node(b, "Add", "s,t", "y");
+	mb_output(b, "y", MB_F32, NULL);
+	ASSERT_EQ(0, import(b, &o, &g, &st, &e)) TH_LOG("%s", e.msg);
+	EXPECT_EQ(1, st.fused_ops);	/* Sigmoid+Add */
+	EXPECT_EQ(2, st.fused_nodes);
+	EXPECT_LE(0, T("a"));
+	EXPECT_GT(0, T("s"));
+	EXPECT_LE(0, T("t"));
+	EXPECT_EQ(4, md_graph_tensor_count(g));	/* x, a, t, y */
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	EXPECT_EQ(0, md_graph_plan_validate(g, &gp, NULL));
+	/* The fused op (step 2, after Softmax) reads a. */
+	EXPECT_EQ(3, gp.upper[T("a")]);
+	EXPECT_EQ(3, gp.upper[T("t")]);
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+	mb_free(b);
+}
+
+/* x -> a, x -> b, a + b: one op reading p once, written into it. */
+TEST(fuse_diamond)
+{
+	struct md_onnx_opts o = { .flags = MD_ONNX_FUSE };
+	struct mb *b = mb_new(17);
+	struct md_onnx_stats st;
+	struct md_graph_plan gp;
+	struct md_graph *g;
+	struct md_error e;
+
+	mb_input(b, "x", MB_F32, "2,8");
+	mb_node(b, "Relu", "x", "p");
+	mb_node(b, "Sigmoid", "p", "a");
+	mb_node(b, "Tanh", "p", "b");
+	mb_node(b, "Add", "a,b", "y");
+	mb_node(b, "Softmax", "y", "z");
+	mb_output(b, "z", MB_F32, NULL);
+	ASSERT_EQ(0, import(b, &o, &g, &st, &e)) TH_LOG("%s", e.msg);
+	EXPECT_EQ(1, st.fused_ops);
+	EXPECT_EQ(3, st.fused_nodes);
+	EXPECT_EQ(2, st.fused_tensors);
+	EXPECT_GT(0, T("a"));
+	EXPECT_GT(0, T("b"));
+	EXPECT_EQ(4, md_graph_tensor_count(g));	/* x, p, y, z */
+	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	EXPECT_EQ(0, md_graph_plan_validate(g, &gp, NULL));
+	EXPECT_EQ(MD_ALIAS_INPLACE, gp.kind[T("y")]);
+	EXPECT_EQ(T("p"), gp.alias[T("y")]);
+	EXPECT_EQ(2, gp.upper[T("p")]);
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+	mb_free(b);
+}
+
+/* A group keeps its element count: a reduced branch is not fused in. */
+TEST(fuse_keeps_the_element_count)
+{
+	struct md_onnx_opts o = { .flags = MD_ONNX_FUSE };
+	struct mb *b = mb_new(17);
+	struct md_onnx_stats st;
+	struct md_graph *g;
+	struct md_error e;
+
+	mb_input(b, "x", MB_F32, "2,8");
+	mb_input(b, "v", MB_F32, "2,1");
+	mb_node(b, "Sqrt", "v", "r");
+	mb_node(b, "Div", "x,r", "q");
+	mb_int(b, mb_node(b, "Cast", "q", "h"), "to", MB_F16);
+	mb_int(b, mb_node(b, "Cast", "h", "f"), "to", MB_F32);
+	mb_output(b, "f", MB_F32, NULL);
+	ASSERT_EQ(0, import(b, &o, &g, &st, &e)) TH_LOG("%s", e.msg);
+	EXPECT_EQ(1, st.fused_ops);	/* Div, Cast, Cast */
+	EXPECT_EQ(3, st.fused_nodes);
+	EXPECT_LE(0, T("r"));
+	EXPECT_GT(0, T("h"));
+	EXPECT_EQ(64, size_of(g, "f"));
+	md_graph_free(g);
+	mb_free(b);
+}
+
 static double now_ms(void)
 {
 	struct timespec ts;

@@ -719,6 +719,38 @@ TEST_F(cli, onnx_model)
 	EXPECT_RUN(0, "--dim batch=1 --minimize --time-limit 1 m.onnx", "peak");
 }
 
+/* --fuse: Relu and Sigmoid one op, r no tensor, y written into c. */
+TEST_F(cli, onnx_fuse)
+{
+	const struct jv *o, *y, *c;
+	struct jv doc;
+
+	EXPECT_RUN(0, "--dim batch=2 --no-weights --fuse m.onnx",
+		   "fused ops           1 (of 2 nodes)");
+	EXPECT_NE(NULL, strstr(self->out, "tensors             2\n"));
+	EXPECT_NE(NULL, strstr(self->out, "peak                2048 "));
+	EXPECT_NE(NULL, strstr(self->out, "1 in place, 0 refused"));
+	EXPECT_RUN(0, "--dim batch=2 --no-weights m.onnx",
+		   "tensors             3\n");
+	EXPECT_EQ(NULL, strstr(self->out, "fused ops"));
+
+	ASSERT_EQ(0, run_cmd("", "--json --dim batch=2 --no-weights --fuse m.onnx",
+			     "2>/dev/null", self->out, sizeof(self->out)));
+	ASSERT_TRUE(json_parse(self->out, &doc)) TH_LOG("%s", self->out);
+	o = json_get(&json_get(&doc, "models")->items[0], "onnx");
+	ASSERT_NE(NULL, o);
+	EXPECT_EQ(1, json_u64(o, "fused_ops"));
+	EXPECT_EQ(2, json_u64(o, "fused_nodes"));
+	EXPECT_EQ(2, json_u64(o, "tensors"));
+	y = placement(&json_get(&doc, "models")->items[0], "tensor_plan", "y");
+	c = placement(&json_get(&doc, "models")->items[0], "tensor_plan", "c");
+	ASSERT_TRUE(y && c);
+	EXPECT_EQ(json_u64(c, "offset"), json_u64(y, "offset"));
+	EXPECT_EQ(NULL, placement(&json_get(&doc, "models")->items[0],
+				  "tensor_plan", "r"));
+	jv_free(&doc);
+}
+
 /* ONNX errors: the reason, exit 1; a bad option: usage, exit 2. */
 TEST_F(cli, onnx_errors)
 {

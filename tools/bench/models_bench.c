@@ -44,7 +44,8 @@
  *   - the dynamic-shapes goal, from dynamic_bench's verdict line;
  *   - on every row with an ORT peer: metadef's heuristic plan of the
  *     activations (weights and inputs left out, as ORT's arena leaves
- *     them: the caller feeds them) <= 0.95x ORT's best arena. ORT not run
+ *     them: the caller feeds them; element-wise chains fused, as ORT's
+ *     optimizer fuses them) <= 0.95x ORT's best arena. ORT not run
  *     (no --ort, no root, a failure) is a miss, with the reason.
  *
  * --quick runs no ORT peer (it needs the trixie root).
@@ -88,7 +89,8 @@ extern char **environ;
  * ONNX model its import options, blank-separated: "dim:NAME=N" (a
  * symbolic dimension), "input:NAME=1x3x224x224" (an input's shape),
  * "fp16", "no-weights" (weights and inputs out of the plan: memory of
- * their own, the same for every allocator).
+ * their own, the same for every allocator), "fuse" (element-wise groups
+ * fused into one op each, MD_ONNX_FUSE).
  */
 struct spec {
 	const char *path;
@@ -183,7 +185,10 @@ static const struct workload quick[] = {
 /*
  * The rows with an ONNX Runtime peer (inference models): ort_peer's shape
  * options for the row's shapes. Compared with metadef's plan of the row's
- * model with "no-weights" added: ORT's arena holds activations only.
+ * model with "no-weights" and "fuse" added: ORT's arena holds activations
+ * only, and its best arena is usually the optimized one, where its
+ * optimizer fused the element-wise chains (GELU, bias + activation, ...)
+ * as metadef's import does with "fuse".
  */
 static const struct {
 	const char *name, *args;
@@ -240,7 +245,7 @@ struct model {
 	uint64_t weights;		/* ONNX: its weights and inputs */
 };
 
-#define MAX_MODELS	24
+#define MAX_MODELS	32
 
 static struct model models[MAX_MODELS];
 static size_t nmodels;
@@ -280,6 +285,8 @@ static int onnx_opts(const char *opts, char *buf, size_t len,
 			o->dtype = MD_ONNX_DTYPE_FP16;
 		} else if (!strcmp(tok, "no-weights")) {
 			o->flags |= MD_ONNX_NO_WEIGHTS;
+		} else if (!strcmp(tok, "fuse")) {
+			o->flags |= MD_ONNX_FUSE;
 		} else if (!strncmp(tok, "dim:", 4) && eq &&
 			   o->ndims < MAX_ONNX_OPTS) {
 			*eq = '\0';
@@ -763,23 +770,21 @@ static void ort_run(const struct workload *w, const char *path, int noopt,
 
 /*
  * The row's ORT peer, optimizations on and off, and metadef's plan of the
- * same model's activations (the row's import options with no-weights).
+ * same model's activations with element-wise fusion (the row's import
+ * options with no-weights and fuse).
  */
 static void ort_measure(const struct workload *w, struct row *r)
 {
+	const char *ro = w->in[0].opts ? w->in[0].opts : "";
 	struct ort_row *o = &r->ort;
 	struct spec cmp;
 	int k;
 
-	if (!strstr(w->in[0].opts ? w->in[0].opts : "", "no-weights")) {
-		snprintf(o->cmp_opts, sizeof(o->cmp_opts), "%s no-weights",
-			 w->in[0].opts ? w->in[0].opts : "");
-		cmp.path = w->in[0].path;
-		cmp.opts = o->cmp_opts;
-		o->cmp = get_model(&cmp);
-	} else {
-		o->cmp = r->m[0];
-	}
+	snprintf(o->cmp_opts, sizeof(o->cmp_opts), "%s%s fuse", ro,
+		 strstr(ro, "no-weights") ? "" : " no-weights");
+	cmp.path = w->in[0].path;
+	cmp.opts = o->cmp_opts;
+	o->cmp = get_model(&cmp);
 	if (!o->cmp || o->cmp->err)
 		snprintf(o->why, sizeof(o->why), "%s",
 			 o->cmp ? o->cmp->why : "too many models");
@@ -981,8 +986,8 @@ static void ort_table(const struct row *rows, size_t n)
 		out("Not run in a quick run (it needs the trixie root with ONNX Runtime: tools/bench/ort-peer --build).\n");
 		return;
 	}
-	out("ONNX Runtime 1.21 (Debian trixie's libonnxruntime, in a trixie root: tools/bench/ort-root), CPU, one thread, sequential execution, EnableMemPattern, every CPU allocation through a counting allocator registered with the env (session.use_env_allocators=1); the weights and inputs are fed by the caller, outside it. Three runs; the arena is run 2's memory-pattern block (its first and largest allocation, the same in run 3); the run peak is the most held during run 2 (arena + kernel scratch + outputs). metadef: the same model and shapes with weights and inputs left out (no-weights); its plan holds the graph outputs, which ORT's arena does not. Training graphs have no ORT row (ORT's inference sessions do not run them).\n\n");
-	out("| workload | ORT arena, opt on | ORT arena, opt off | ORT run peak, on / off | ORT allocations in a run, on / off | metadef heuristic | metadef exact | lower bound | heuristic / ORT best |\n");
+	out("ONNX Runtime 1.21 (Debian trixie's libonnxruntime, in a trixie root: tools/bench/ort-root), CPU, one thread, sequential execution, EnableMemPattern, every CPU allocation through a counting allocator registered with the env (session.use_env_allocators=1); the weights and inputs are fed by the caller, outside it. Three runs; the arena is run 2's memory-pattern block (its first and largest allocation, the same in run 3); the run peak is the most held during run 2 (arena + kernel scratch + outputs). metadef: the same model and shapes with weights and inputs left out (no-weights) and element-wise chains fused (fuse): metadef fuses element-wise chains as ORT's optimizer does (GELU, bias + activation, the tail of a LayerNorm: one op each, the intermediates never in memory), since ORT's best arena is usually the optimized, fused one; its plan holds the graph outputs, which ORT's arena does not. Training graphs have no ORT row (ORT's inference sessions do not run them).\n\n");
+	out("| workload | ORT arena, opt on | ORT arena, opt off | ORT run peak, on / off | ORT allocations in a run, on / off | metadef heuristic, fused | metadef exact, fused | lower bound, fused | heuristic / ORT best |\n");
 	out("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
 	for (i = 0; i < n; i++) {
 		const struct row *r = &rows[i];

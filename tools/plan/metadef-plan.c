@@ -66,6 +66,9 @@ static void usage(FILE *f)
 		"                           activations) as this type\n"
 		"  --no-weights             ONNX: leave weights, constants and graph\n"
 		"                           inputs out of the plan (memory of their own)\n"
+		"  --fuse                   ONNX: fuse element-wise groups (GELU,\n"
+		"                           bias + activation, ...) into one op each,\n"
+		"                           their intermediates never in memory\n"
 		"  -S, --strategy NAME      one strategy instead of all (see below)\n"
 		"  -i, --improve N          N passes of local search after the strategies\n"
 		"  -x, --exhaustive         all strategies even on large inputs\n"
@@ -133,9 +136,10 @@ enum {
 	OPT_ONNX_DIM,
 	OPT_ONNX_DTYPE,
 	OPT_ONNX_NO_WEIGHTS,
+	OPT_ONNX_FUSE,
 };
 
-/* ONNX import options from --input, --dim, --dtype and --no-weights. */
+/* ONNX import options from --input, --dim, --dtype, --no-weights, --fuse. */
 struct onnx_args {
 	struct md_onnx_opts o;
 	struct md_onnx_input *inputs;
@@ -572,6 +576,9 @@ static void print_text(const struct model *m)
 		       md_format_size(os->activation_bytes, a, sizeof(a)));
 		printf("  ops in place        %zu marked\n", os->inplace);
 		printf("  views               %zu marked\n", os->views);
+		if (os->fused_ops)
+			printf("  fused ops           %zu (of %zu nodes)\n",
+			       os->fused_ops, os->fused_nodes);
 	}
 	if (m->is_graph)
 		printf("  tensors             %zu\n", m->gp.ntensors);
@@ -698,11 +705,13 @@ static void print_json(const struct model *m, int last)
 	if (m->is_onnx)
 		printf("\"onnx\": {\"nodes\": %zu, \"tensors\": %zu, "
 		       "\"inferred\": %zu, \"inplace\": %zu, \"views\": %zu, "
+		       "\"fused_ops\": %zu, \"fused_nodes\": %zu, "
 		       "\"weight_bytes\": %" PRIu64 ", \"input_bytes\": %" PRIu64
 		       ", \"activation_bytes\": %" PRIu64 ", \"ir_version\": %"
 		       PRId64 ", \"opset\": %" PRId64 "}, ",
 		       m->onnx.nodes, m->onnx.tensors, m->onnx.inferred,
-		       m->onnx.inplace, m->onnx.views, m->onnx.weight_bytes,
+		       m->onnx.inplace, m->onnx.views, m->onnx.fused_ops,
+		       m->onnx.fused_nodes, m->onnx.weight_bytes,
 		       m->onnx.input_bytes, m->onnx.activation_bytes,
 		       m->onnx.ir_version, m->onnx.opset);
 	if (m->is_graph)
@@ -960,6 +969,7 @@ static int plan_main(int argc, char **argv, struct onnx_args *oa)
 		{ "dim", required_argument, NULL, OPT_ONNX_DIM },
 		{ "dtype", required_argument, NULL, OPT_ONNX_DTYPE },
 		{ "no-weights", no_argument, NULL, OPT_ONNX_NO_WEIGHTS },
+		{ "fuse", no_argument, NULL, OPT_ONNX_FUSE },
 		PLAN_EXACT_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1016,6 +1026,9 @@ static int plan_main(int argc, char **argv, struct onnx_args *oa)
 			break;
 		case OPT_ONNX_NO_WEIGHTS:
 			oa->o.flags |= MD_ONNX_NO_WEIGHTS;
+			break;
+		case OPT_ONNX_FUSE:
+			oa->o.flags |= MD_ONNX_FUSE;
 			break;
 		case 'S':
 			all_strategies = 0;
