@@ -9,7 +9,8 @@
  * Those ranges come from neighbour lists when the problem has few enough
  * time-overlapping pairs, else from the gap tree (gaptree.c: merged ranges
  * over the cliques of the interval graph, O(log) sets per fit), with the
- * interval tree as the fallback where memory is too fragmented for it.
+ * placed neighbours one by one (struct stab) as the fallback where memory
+ * is too fragmented for it.
  * Both paths give the same plan. The start order needs neither: one sweep
  * over time keeps the free gaps at each instant (place_sweep(), the same
  * plan again). All strategies run,
