@@ -9,7 +9,8 @@
  * Those ranges come from neighbour lists when the problem has few enough
  * time-overlapping pairs, else from the gap tree (gaptree.c: merged ranges
  * over the cliques of the interval graph, O(log) sets per fit), with the
- * interval tree as the fallback where memory is too fragmented for it.
+ * placed neighbours one by one (struct stab) as the fallback where memory
+ * is too fragmented for it.
  * Both paths give the same plan. The start order needs neither: one sweep
  * over time keeps the free gaps at each instant (place_sweep(), the same
  * plan again). All strategies run,
@@ -57,6 +58,7 @@ struct range {
 #define NB_MAX_ENTRIES (1u << 21)
 
 int md_plan_test_no_lists;
+int md_plan_test_no_gaptree;
 int md_plan_test_no_sweep;
 
 /* md_plan_set_progress(), per thread. */
@@ -106,13 +108,34 @@ struct pstate {
 	uint32_t epoch;		/* == placer epoch: placed in this pass */
 };
 
+/*
+ * The placed buffers alive with a buffer, without lists (where the gap
+ * tree gives up). Sorted by lower end, the buffers that start after b
+ * starts and before it ends are a range of indices; those that start no
+ * later than b and are alive at its start stab that instant. A segment
+ * tree over the distinct lower ends keeps each placed buffer's memory
+ * range in the O(log) nodes covering the instants it is alive at: the
+ * nodes on one leaf's path to the root hold each buffer alive there
+ * exactly once. Both parts together visit only the neighbours themselves
+ * (an interval tree walks past many more nodes to reach them), and read
+ * their ranges in sequence. Built the first time the gap tree gives up.
+ */
+struct stab {
+	uint32_t nv;		/* distinct lower ends (leaves) */
+	uint32_t *vstart;	/* [nv + 1]: first index of each lower end */
+	uint32_t *lpos, *rpos;	/* per buffer: leaves [lpos, rpos) */
+	size_t *start;		/* [2 nv + 1]: each node's slots */
+	uint32_t *fill;		/* [2 nv]: ranges in each node */
+	struct range *r;
+};
+
 struct placer {
 	const struct md_problem *p;	/* sorted by lower */
 	struct md_gaptree gt;	/* memory in use over time (no lists) */
-	struct md_itree t;	/* and the lifetimes of the placed buffers */
+	struct stab sb;		/* and the placed buffers over time */
 	uint64_t *uppers;	/* sorted, for the number of neighbours */
 	uint32_t *ids;
-	int gap_off;		/* the gap tree lost: interval tree only */
+	int gap_off;		/* the gap tree lost: stab tree only */
 	uint32_t gap_tries, gap_lost;	/* in the current window */
 	uint32_t *bwd_start;	/* backward lists (CSR), or NULL */
 	uint32_t *bwd;
@@ -216,7 +239,99 @@ static size_t degree(const struct placer *pl, uint32_t i)
 	       (pl->fwd_end[i] - i - 1);
 }
 
-/* Without lists: the gap tree, and the interval tree to fall back on. */
+static void stab_free(struct stab *sb)
+{
+	free(sb->vstart);
+	free(sb->lpos);
+	free(sb->rpos);
+	free(sb->start);
+	free(sb->fill);
+	free(sb->r);
+	memset(sb, 0, sizeof(*sb));
+}
+
+/* The nodes covering leaves [@l, @r) into @x (at most 2 per level). */
+static int stab_nodes(const struct stab *sb, size_t l, size_t r, size_t *x)
+{
+	int k = 0;
+
+	for (l += sb->nv, r += sb->nv; l < r; l >>= 1, r >>= 1) {
+		if (l & 1)
+			x[k++] = l++;
+		if (r & 1)
+			x[k++] = --r;
+	}
+	return k;
+}
+
+static int stab_init(struct stab *sb, const struct md_problem *p)
+{
+	size_t n = p->n, i, x, nv = 0, node[128];
+	int k;
+
+	memset(sb, 0, sizeof(*sb));
+	sb->vstart = malloc((n + 1) * sizeof(*sb->vstart));
+	sb->lpos = malloc((n + 1) * sizeof(*sb->lpos));
+	sb->rpos = malloc((n + 1) * sizeof(*sb->rpos));
+	if (!sb->vstart || !sb->lpos || !sb->rpos)
+		goto nomem;
+	for (i = 0; i < n; i++) {
+		if (!i || p->bufs[i].lower != p->bufs[i - 1].lower)
+			sb->vstart[nv++] = (uint32_t)i;
+		sb->lpos[i] = (uint32_t)(nv - 1);
+	}
+	sb->vstart[nv] = (uint32_t)n;
+	sb->nv = (uint32_t)nv;
+	for (i = 0; i < n; i++) {	/* first leaf at or after upper */
+		size_t lo = sb->lpos[i] + 1, hi = nv;
+
+		while (lo < hi) {
+			size_t m = lo + (hi - lo) / 2;
+
+			if (p->bufs[sb->vstart[m]].lower < p->bufs[i].upper)
+				lo = m + 1;
+			else
+				hi = m;
+		}
+		sb->rpos[i] = (uint32_t)lo;
+	}
+	sb->start = calloc(2 * nv + 1, sizeof(*sb->start));
+	sb->fill = calloc(2 * nv + 1, sizeof(*sb->fill));
+	if (!sb->start || !sb->fill)
+		goto nomem;
+	for (i = 0; i < n; i++)
+		for (k = stab_nodes(sb, sb->lpos[i], sb->rpos[i], node); k--;)
+			sb->start[node[k] + 1]++;
+	for (x = 0; x < 2 * nv; x++)
+		sb->start[x + 1] += sb->start[x];
+	sb->r = malloc((sb->start[2 * nv] + 1) * sizeof(*sb->r));
+	if (!sb->r)
+		goto nomem;
+	return 0;
+nomem:
+	stab_free(sb);
+	return -ENOMEM;
+}
+
+static void stab_reset(struct stab *sb)
+{
+	if (sb->fill)
+		memset(sb->fill, 0, 2 * sb->nv * sizeof(*sb->fill));
+}
+
+static void stab_insert(struct stab *sb, uint32_t i, uint64_t off,
+			uint64_t end)
+{
+	size_t node[128], x;
+	int k;
+
+	for (k = stab_nodes(sb, sb->lpos[i], sb->rpos[i], node); k--;) {
+		x = node[k];
+		sb->r[sb->start[x] + sb->fill[x]++] = (struct range){ off, end };
+	}
+}
+
+/* Without lists: the gap tree, and the placed neighbours to fall back on. */
 static int gap_init(struct placer *pl)
 {
 	const struct md_problem *p = pl->p;
@@ -234,12 +349,8 @@ static int gap_init(struct placer *pl)
 		pl->uppers[i] = kv[i].key;
 	free(kv);
 	kv = NULL;
-	if (md_itree_init(&pl->t, p->n))
+	if (md_gaptree_init(&pl->gt, p))
 		goto nomem;
-	if (md_gaptree_init(&pl->gt, p)) {
-		md_itree_free(&pl->t);
-		goto nomem;
-	}
 	return 0;
 nomem:
 	free(kv);
@@ -303,7 +414,7 @@ static void placer_free(struct placer *pl)
 {
 	if (!pl->bwd_start) {
 		md_gaptree_free(&pl->gt);
-		md_itree_free(&pl->t);
+		stab_free(&pl->sb);
 	}
 	free(pl->uppers);
 	free(pl->ids);
@@ -322,7 +433,7 @@ static void placer_reset(struct placer *pl)
 {
 	if (!pl->bwd_start) {
 		md_gaptree_reset(&pl->gt);
-		md_itree_clear(&pl->t);
+		stab_reset(&pl->sb);
 	}
 	if (pl->nb_len)
 		memset(pl->nb_len, 0, pl->p->n * sizeof(*pl->nb_len));
@@ -472,22 +583,41 @@ static inline void add_range(struct placer *pl, uint32_t x, size_t *m)
 	}
 }
 
-/* Without lists: the placed neighbours from the interval tree. */
+/*
+ * Without lists: the placed neighbours from the stab tree (struct stab),
+ * those that start later from their indices.
+ */
 static int collect(struct placer *pl, uint32_t bx, size_t *nk)
 {
-	const struct md_buffer *b = &pl->p->bufs[bx];
-	size_t k, i, m = 0;
+	struct stab *sb = &pl->sb;
+	size_t k, m = 0, x, j;
+	uint32_t a, e;
 
-	for (;;) {
-		k = md_itree_collect(&pl->t, b->lower, b->upper, pl->ids,
-				     pl->cap);
-		if (k <= pl->cap)
-			break;
-		if (grow(pl, k))
+	/* Built when first needed, with the buffers placed so far. */
+	if (!sb->r) {
+		if (stab_init(&pl->sb, pl->p))
 			return -ENOMEM;
+		for (x = 0; x < pl->p->n; x++)
+			if (is_placed(pl, (uint32_t)x) &&
+			    pl->st[x].end > pl->st[x].off)
+				stab_insert(&pl->sb, (uint32_t)x,
+					    pl->st[x].off, pl->st[x].end);
 	}
-	for (i = 0; i < k; i++)
-		add_range(pl, pl->ids[i], &m);
+	a = sb->vstart[sb->lpos[bx] + 1];
+	e = sb->vstart[sb->rpos[bx]];
+	k = e - a;
+	for (x = sb->lpos[bx] + sb->nv; x; x >>= 1)
+		k += sb->fill[x];
+	if (k > pl->cap && grow(pl, k))
+		return -ENOMEM;
+	for (x = sb->lpos[bx] + sb->nv; x; x >>= 1) {
+		const struct range *r = &sb->r[sb->start[x]];
+
+		for (j = 0; j < sb->fill[x]; j++)
+			pl->rng[m++] = r[j];
+	}
+	for (; a < e; a++)
+		add_range(pl, a, &m);
 	sort_ranges_big(pl, m);
 	pl->cur = pl->rng;
 	*nk = m;
@@ -528,7 +658,7 @@ static int gap_fit(struct placer *pl, uint32_t bx, enum fit fit,
 	size_t n = pl->p->n, lo = 0, hi = n, nb;
 	int ret;
 
-	if (pl->gap_off)
+	if (pl->gap_off || md_plan_test_no_gaptree)
 		return -EAGAIN;
 	while (lo < hi) {	/* buffers starting before b ends */
 		size_t m = lo + (hi - lo) / 2;
@@ -697,8 +827,10 @@ static int place(struct placer *pl, uint32_t x, uint64_t off)
 	}
 	if (pl->bwd_start)
 		return 0;
-	ret = md_itree_insert(&pl->t, x, b->lower, b->upper);
-	if (!ret && !pl->gap_off)
+	if (b->size && pl->sb.r)
+		stab_insert(&pl->sb, x, off, off + b->size);
+	ret = 0;
+	if (!pl->gap_off)
 		ret = md_gaptree_insert(&pl->gt, x, off, off + b->size);
 	return ret;
 }

@@ -42,8 +42,10 @@ static inline uint64_t md_round_up(uint64_t v, uint64_t a)
 	return v + (a - r);
 }
 
-/* Tests only: plan without neighbour lists (interval tree path). */
+/* Tests only: plan without neighbour lists (gap tree path). */
 extern int md_plan_test_no_lists;
+/* Tests only: and without the gap tree (the stab tree's neighbours). */
+extern int md_plan_test_no_gaptree;
 /* Tests only: the start order placed like any other (no sweep). */
 extern int md_plan_test_no_sweep;
 

@@ -497,6 +497,55 @@ TEST(gap_tree_matches_lists_everywhere)
 }
 
 /*
+ * Without lists and without the gap tree, the placed neighbours come from
+ * the stab tree (a segment tree over the distinct starts) plus the range
+ * of later starts: against the lists, every strategy, same offsets. Many
+ * equal starts and ends, long and short lives, zero sizes, fixed buffers.
+ */
+TEST(stab_tree_matches_lists_everywhere)
+{
+	int it, strat;
+
+	for (it = 0; it < 60; it++) {
+		uint64_t horizon = 1 + rnd() % (it % 3 ? 400 : 6);
+		size_t n = 1 + rnd() % 300, i;
+		struct md_problem p;
+
+		md_problem_init(&p);
+		for (i = 0; i < n; i++) {
+			uint64_t lo = rnd() % horizon;
+			uint64_t life = 1 + rnd() % (rnd() % 4 ? 1 + horizon / 16 :
+							       horizon);
+			uint64_t size = rnd() % 7 ? 1 + rnd() % 3000 : 0;
+			uint64_t al = it % 2 ? 1 + rnd() % 5 : 64;
+
+			ASSERT_EQ(0, md_problem_add(&p, NULL, lo, lo + life, size, al));
+		}
+		if (it % 4 == 0) {
+			p.bufs[n / 2].flags |= MD_BUF_FIXED;
+			p.bufs[n / 2].offset = 0;
+		}
+		for (strat = 0; strat <= MD_STRAT_ALL; strat++) {
+			struct md_plan_opts o = { strat, strat == MD_STRAT_ALL ? 3 : 0, 1, 0 };
+			struct md_plan a, b;
+
+			ASSERT_EQ(0, md_plan_solve(&p, &o, &a));
+			md_plan_test_no_lists = 1;
+			md_plan_test_no_gaptree = 1;
+			ASSERT_EQ(0, md_plan_solve(&p, &o, &b));
+			md_plan_test_no_lists = 0;
+			md_plan_test_no_gaptree = 0;
+			EXPECT_EQ(a.peak, b.peak);
+			EXPECT_EQ(0, memcmp(a.offsets, b.offsets, n * sizeof(uint64_t)))
+				TH_LOG("problem %d, strategy %d", it, strat);
+			md_plan_free(&a);
+			md_plan_free(&b);
+		}
+		md_problem_free(&p);
+	}
+}
+
+/*
  * The start order's sweep (free gaps kept in time order) against placing
  * the same order among the neighbours, on both neighbour paths: short and
  * long horizons, many equal starts, mixed alignments, zero sizes, sizes
