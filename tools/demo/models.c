@@ -219,65 +219,142 @@ static int intact(const uint8_t *p, size_t t, uint64_t size)
  * (the lowering takes it only when all of it dies at that op), so the
  * family is checked before that op writes.
  */
+/*
+ * Tensors bucketed by a step (their birth or their death), in index order
+ * within a step: @start has @nsteps + 1 entries, @idx one per tensor.
+ */
+struct buckets {
+	size_t *start;
+	size_t *idx;
+};
+
+static int bucket(struct buckets *b, const uint64_t *step, size_t nt,
+		  uint64_t nsteps)
+{
+	size_t i;
+
+	b->start = calloc(nsteps + 2, sizeof(*b->start));
+	b->idx = calloc(nt + 1, sizeof(*b->idx));
+	if (!b->start || !b->idx)
+		return -ENOMEM;
+	for (i = 0; i < nt; i++)
+		b->start[step[i] + 1]++;
+	for (i = 0; i < nsteps + 1; i++)
+		b->start[i + 1] += b->start[i];
+	for (i = 0; i < nt; i++)
+		b->idx[b->start[step[i]]++] = i;
+	/* each start[] moved to its end: shift back by one bucket */
+	memmove(b->start + 1, b->start, (nsteps + 1) * sizeof(*b->start));
+	b->start[0] = 0;
+	return 0;
+}
+
+static void unbucket(struct buckets *b)
+{
+	free(b->start);
+	free(b->idx);
+}
+
+/* Check tensor @i at its death; 0 or -EFAULT with r->why set. */
+static int check_dead(const struct md_graph *g, const struct md_graph_plan *gp,
+		      uint8_t *base, const size_t *root, size_t i,
+		      struct report *r)
+{
+	uint64_t size = md_graph_tensor_size(g, (int)i);
+
+	if (!size)
+		return 0;
+	if (!intact(base + gp->offset[i], root[i], size)) {
+		snprintf(r->why, sizeof(r->why),
+			 "tensor '%s' was overwritten while alive",
+			 md_graph_tensor_name(g, (int)i));
+		return -EFAULT;
+	}
+	if (gp->kind[i] != MD_ALIAS_VIEW)
+		r->checked += size;
+	return 0;
+}
+
+/*
+ * Run the plan on the arena at @base as the model would run: at step s,
+ * first check the tensors that die at s and whose memory an output of s
+ * takes over in place (the op reads them before it writes), then write
+ * every tensor born at s, then check the other tensors that die at s.
+ * Every tensor is checked once, at its death, after everything that ran
+ * while it was alive: any overlap of two live tensors is caught.
+ *
+ * A view (gp->kind) is no op's write: it is its base's bytes, so it is
+ * not written when born and, when it dies, it must still hold its root's
+ * pattern (the tensor at the end of its view chain). Its check counts in
+ * no byte total: written and checked bytes are those of the writers. An
+ * in-place output takes over the memory of its source's whole view family
+ * (the lowering takes it only when all of it dies at that op), so the
+ * family is checked before that op writes.
+ *
+ * Tensors are bucketed by birth, death and view family first, so the
+ * run is linear in steps + tensors (+ the families of in-place outputs).
+ */
 static int execute(const struct md_graph *g, const struct md_graph_plan *gp,
 		   uint8_t *base, struct report *r)
 {
-	size_t nt = gp->ntensors, i;
-	uint64_t T = 0, s;
+	struct buckets born = { 0 }, dies = { 0 }, fam = { 0 };
+	size_t nt = gp->ntensors, i, k;
+	uint64_t T = 0, s, *rootstep = NULL;
 	uint8_t *taken;
 	size_t *root;
-	int ret = 0;
+	int ret = -ENOMEM;
 
 	taken = calloc(nt + 1, 1);	/* dies where an in-place output is born */
 	root = calloc(nt + 1, sizeof(*root));
-	if (!taken || !root) {
-		free(taken);
-		free(root);
-		return -ENOMEM;
-	}
+	rootstep = calloc(nt + 1, sizeof(*rootstep));
+	if (!taken || !root || !rootstep)
+		goto out;
 	for (i = 0; i < nt; i++) {
 		if (gp->upper[i] > T)
 			T = gp->upper[i];
 		root[i] = gp->kind[i] == MD_ALIAS_VIEW ? root[gp->alias[i]] : i;
+		rootstep[i] = root[i];
 	}
+	if (bucket(&born, gp->lower, nt, T) ||
+	    bucket(&dies, gp->upper, nt, T + 1) ||
+	    bucket(&fam, rootstep, nt, nt))
+		goto out;
 	for (i = 0; i < nt; i++) {
+		size_t rt;
+
 		if (gp->kind[i] != MD_ALIAS_INPLACE)
 			continue;
-		for (size_t j = 0; j < nt; j++)
-			if (root[j] == root[gp->alias[i]] &&
-			    gp->upper[j] == gp->lower[i] + 1)
-				taken[j] = 1;
+		rt = root[gp->alias[i]];
+		for (k = fam.start[rt]; k < fam.start[rt + 1]; k++)
+			if (gp->upper[fam.idx[k]] == gp->lower[i] + 1)
+				taken[fam.idx[k]] = 1;
 	}
+	ret = 0;
 	for (s = 0; s < T && !ret; s++) {
-		for (int phase = 0; phase < 3 && !ret; phase++) {
-			for (i = 0; i < nt && !ret; i++) {
-				uint64_t size = md_graph_tensor_size(g, (int)i);
-				uint8_t *p = base + gp->offset[i];
-				int view = gp->kind[i] == MD_ALIAS_VIEW;
+		for (k = dies.start[s + 1]; k < dies.start[s + 2] && !ret; k++)
+			if (taken[dies.idx[k]])
+				ret = check_dead(g, gp, base, root,
+						 dies.idx[k], r);
+		for (k = born.start[s]; k < born.start[s + 1] && !ret; k++) {
+			uint64_t size;
 
-				if (!size)
-					continue;
-				if (phase == 1 && gp->lower[i] == s) {
-					if (view)
-						continue;
-					fill(p, i, size);
-					r->written += size;
-					continue;
-				}
-				if (gp->upper[i] != s + 1 ||
-				    (phase == 0) != !!taken[i] || phase == 1)
-					continue;
-				if (!intact(p, root[i], size)) {
-					snprintf(r->why, sizeof(r->why),
-						 "tensor '%s' was overwritten while alive",
-						 md_graph_tensor_name(g, (int)i));
-					ret = -EFAULT;
-				}
-				if (!view)
-					r->checked += size;
-			}
+			i = born.idx[k];
+			size = md_graph_tensor_size(g, (int)i);
+			if (!size || gp->kind[i] == MD_ALIAS_VIEW)
+				continue;
+			fill(base + gp->offset[i], i, size);
+			r->written += size;
 		}
+		for (k = dies.start[s + 1]; k < dies.start[s + 2] && !ret; k++)
+			if (!taken[dies.idx[k]])
+				ret = check_dead(g, gp, base, root,
+						 dies.idx[k], r);
 	}
+out:
+	unbucket(&born);
+	unbucket(&dies);
+	unbucket(&fam);
+	free(rootstep);
 	free(taken);
 	free(root);
 	return ret;
