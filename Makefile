@@ -262,7 +262,15 @@ FUZZ_A		:= $(B)/fuzz/libmetadef-fuzz.a
 FUZZ_CLI_OBJS	:= $(patsubst tools/plan/%.c,$(B)/fuzz/plan/%.o,$(wildcard tools/plan/*.c))
 
 .PHONY: fuzz-lib-build fuzz-lib check-fuzz-lib
-fuzz-lib-build: $(FUZZ_BINS)
+fuzz-lib-build: $(FUZZ_BINS) $(B)/fuzz/onnx_seeds
+
+# The writer of selftests/fuzz/seeds/onnx/*.onnx; selftests/fuzz/run checks
+# that it still writes the committed seeds.
+$(B)/fuzz/onnx_seeds: selftests/fuzz/onnx_seeds.c selftests/lib/onnx_build.h \
+		      $(GEN)/onnx.pb-c.c $(GEN)/onnx.pb-c.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Iinclude -I$(GEN) -Iselftests/lib -o $@ $< \
+		$(GEN)/onnx.pb-c.c -lprotobuf-c
 
 $(B)/fuzz/lib/%.o: lib/%.c
 	@mkdir -p $(@D)

@@ -2,12 +2,11 @@
 /*
  * Writes the onnx_fuzz seeds (selftests/fuzz/seeds/onnx/, FILE.onnx): small
  * models built with the protobuf-c structs, as the host tests build them.
- * Weights have dims and no data. Not part of any build target; to write
- * the seeds again:
+ * Weights have dims and no data. make fuzz-lib-build builds it, and
+ * selftests/fuzz/run checks that it still writes the committed seeds
+ * byte for byte. To write the seeds again after changing a model here:
  *
- *   make lib && cc -Iinclude -Ibuild/gen -Iselftests/lib \
- *	selftests/fuzz/onnx_seeds.c build/gen/onnx.pb-c.c -lprotobuf-c \
- *	-o build/onnx_seeds && build/onnx_seeds selftests/fuzz/seeds/onnx
+ *   make build/fuzz/onnx_seeds && build/fuzz/onnx_seeds selftests/fuzz/seeds/onnx
  */
 #include <stdio.h>
 
