@@ -20,6 +20,10 @@
 # CC, CFLAGS, LDFLAGS, BUILD (user-space objects, default build/), FUZZ_CC
 # (clang-14), FUZZ_SECONDS.
 
+# The generated protobuf-c reader's rule comes before "all": keep "all" the
+# goal of a plain "make".
+.DEFAULT_GOAL	:= all
+
 VERSION		:= 0.1.0
 SOVERSION	:= 0
 

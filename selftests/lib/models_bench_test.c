@@ -21,8 +21,8 @@
 #endif
 
 static const char *const rows[] = {
-	"cnn", "mlp", "mixed", "train", "train-reuse", "lstm", "resnet50-32px",
-	NULL
+	"cnn", "mlp", "mixed", "train", "train-reuse", "train-reuse-recompute",
+	"lstm", "resnet50-32px", NULL
 };
 
 static char bin[PATH_MAX], gen[PATH_MAX];
@@ -134,6 +134,9 @@ TEST_F(bench, quick_report)
 	EXPECT_NE(NULL, strstr(report, "### Goals"));
 	EXPECT_NE(NULL, strstr(report, "mixed serving"));
 	EXPECT_NE(NULL, strstr(report, "conflict detection"));
+	/* the training goal: reuse + recomputation vs the plain graph's caching */
+	EXPECT_NE(NULL, strstr(report, "training: metadef's exact plan of train-reuse-recompute"));
+	EXPECT_NE(NULL, strstr(report, "the caching allocator on the same train-reuse-recompute graph reserves"));
 	/* The ORT peer's column, not run: a quick run needs no trixie root. */
 	EXPECT_NE(NULL, strstr(report, "| ORT arena |"));
 	EXPECT_NE(NULL, strstr(report, "### ONNX Runtime peer\n\nNot run in a quick run"));

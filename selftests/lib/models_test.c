@@ -6,8 +6,12 @@
  * only when that Python has no onnx package), shape inference with a
  * fixed batch and sequence shapes every node output; the training graphs
  * and the LSTM parse and plan with metadef-plan, with the documented
- * counts; bad arguments get a message and exit status 2. Runs the
- * binaries the Makefile builds beside this test (build/bin/).
+ * counts; bad arguments get a message and exit status 2. Activation
+ * recomputation (--recompute[=K]): the extra ops, tensors and bytes
+ * counted here from the layers' structure, the recomputed tensors' sizes
+ * and every lifetime read from the graph file, and the planned peak (its
+ * plan validated). Runs the binaries the Makefile builds beside this
+ * test (build/bin/).
  */
 #include <libgen.h>
 #include <limits.h>
@@ -17,6 +21,10 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <metadef/graph.h>
+#include <metadef/metadef.h>
+#include <metadef/plan.h>
 
 #include "json_mini.h"
 #include "kselftest_harness.h"
@@ -177,6 +185,18 @@ TEST_F(models, usage_and_bad_arguments)
 	EXPECT_GEN(2, "resnet50 --bogus -o x", "--help");
 	EXPECT_GEN(2, "resnet50-train --device tpu", "--device 'tpu'");
 	EXPECT_GEN(1, "resnet50 -o no/such/dir/x.onnx", "no/such/dir/x.onnx: No such file");
+	EXPECT_GEN(0, "--help", "--recompute[=K]");
+	EXPECT_NE(NULL, strstr(self->out, "gradient"));
+	EXPECT_GEN(2, "bert-large-train -o x --recompute=0",
+		   "--recompute '0': want an integer from 1 to 1000");
+	EXPECT_GEN(2, "bert-large-train -o x --recompute=abc",
+		   "--recompute 'abc': want an integer from 1 to 1000");
+	EXPECT_GEN(2, "resnet50-train -o x --recompute=1001",
+		   "--recompute '1001': want an integer");
+	EXPECT_GEN(2, "bert-large-train -o x --recompute 2",
+		   "'2': not a model (an option's value: --recompute=K");
+	EXPECT_GEN(2, "bert-large -o x --recompute", "bert-large takes no --recompute");
+	EXPECT_GEN(2, "lstm --recompute=2", "lstm takes no --recompute");
 	/* nothing written on a usage error */
 	EXPECT_EQ(-1, file_size("x"));
 }
@@ -397,6 +417,443 @@ TEST_F(models, lstm_barriers)
 	EXPECT_EQ(1 + 3 * 5 + 5 + 8 * 15, plan_field(self->out, "tensors"));
 }
 
+/* ------------------------------------------------ activation recomputation */
+
+#define ARRAY_LEN(a)	(sizeof(a) / sizeof((a)[0]))
+
+/*
+ * One BERT-large encoder layer as train.c writes it (Hugging Face's
+ * BertLayer): its forward ops and how many tensors each makes. Dropout
+ * makes its output and a byte mask, LayerNorm its output and the row
+ * statistics; the mask op (+ extended mask) and ReLU-like ops are in
+ * place but still outputs of their own.
+ */
+static const int bert_layer_outs[] = {
+	1, 1, 1,	/* query, key, value */
+	1, 1, 1, 2,	/* scores, mask, softmax, dropout */
+	1,		/* context */
+	1, 2, 1, 2,	/* attention.output: dense, dropout, residual, LN */
+	1, 1,		/* intermediate: dense, gelu */
+	1, 2, 1, 2,	/* output: dense, dropout, residual, LN */
+};
+#define BERT_LAYERS	24
+
+static unsigned long bert_layer_tensors(void)
+{
+	unsigned long n = 0;
+	size_t i;
+
+	for (i = 0; i < ARRAY_LEN(bert_layer_outs); i++)
+		n += bert_layer_outs[i];
+	return n;
+}
+
+/*
+ * The bytes one BERT-large layer makes at @b x @s, fp32: twelve
+ * [rows, 1024] float tensors (q, k, v, context, two dense outputs, two
+ * dropout outputs, two residuals, two LayerNorm outputs), two byte
+ * masks of that shape, four [b, 16, s, s] floats (scores, masked,
+ * softmax, dropout) and their byte mask, two [rows, 4096] floats (the
+ * intermediate dense and GELU), two LayerNorm statistics (mean and rstd
+ * per row, fp32).
+ */
+static uint64_t bert_layer_bytes(uint64_t b, uint64_t s)
+{
+	uint64_t rows = b * s, n = rows * 1024, attn = b * 16 * s * s;
+
+	return 12 * n * 4 + 2 * n + 4 * attn * 4 + attn +
+	       2 * rows * 4096 * 4 + 2 * rows * 2 * 4;
+}
+
+TEST_F(models, recompute_counts)
+{
+	unsigned long ops, tensors, per_ops = ARRAY_LEN(bert_layer_outs);
+	unsigned long per_t = bert_layer_tensors();
+	static const long ks[] = { 1, 5, 24, 100 };
+	static const int blocks[4] = { 3, 4, 6, 3 };
+	unsigned long r_ops = 0, r_t = 0;
+	uint64_t bytes;
+	char args[256];
+	size_t i;
+
+	EXPECT_EQ(18, per_ops);
+	EXPECT_EQ(23, per_t);
+	GEN_JSON("bert-large-train --batch 2 --seq 32 -o p.graph");
+	ops = json_u64(&self->j, "ops");
+	tensors = json_u64(&self->j, "tensors");
+	bytes = json_u64(&self->j, "tensor_bytes");
+	EXPECT_EQ(0, json_u64(&self->j, "recompute"));
+	EXPECT_EQ(0, json_u64(&self->j, "recompute_ops"));
+	for (i = 0; i < ARRAY_LEN(ks); i++) {
+		long k = ks[i];
+
+		snprintf(args, sizeof(args),
+			 "bert-large-train --batch 2 --seq 32 --recompute=%ld -o r.graph --json 2>/dev/null",
+			 k);
+		jv_free(&self->j);
+		ASSERT_EQ(0, gen(args, self->out, sizeof(self->out)));
+		ASSERT_TRUE(json_parse(self->out, &self->j));
+		/* each layer re-run once, whatever K */
+		EXPECT_EQ(ops + BERT_LAYERS * per_ops, json_u64(&self->j, "ops"));
+		EXPECT_EQ(tensors + BERT_LAYERS * per_t,
+			  json_u64(&self->j, "tensors"));
+		EXPECT_EQ(BERT_LAYERS * per_ops,
+			  json_u64(&self->j, "recompute_ops"));
+		EXPECT_EQ(BERT_LAYERS * per_t,
+			  json_u64(&self->j, "recompute_tensors"));
+		EXPECT_EQ(BERT_LAYERS * bert_layer_bytes(2, 32),
+			  json_u64(&self->j, "recompute_bytes"));
+		EXPECT_EQ(bytes + BERT_LAYERS * bert_layer_bytes(2, 32),
+			  json_u64(&self->j, "tensor_bytes"));
+		EXPECT_EQ((BERT_LAYERS + k - 1) / k,
+			  json_u64(&self->j, "checkpoints"));
+		EXPECT_EQ(k, json_u64(&self->j, "recompute"));
+	}
+	/* --recompute alone is K = 1; --grad-reuse changes no count */
+	GEN_JSON("bert-large-train --batch 2 --seq 32 --recompute --grad-reuse -o r.graph");
+	EXPECT_EQ(BERT_LAYERS, json_u64(&self->j, "checkpoints"));
+	EXPECT_EQ(ops + BERT_LAYERS * per_ops, json_u64(&self->j, "ops"));
+	EXPECT_STREQ("grad-reuse", json_str(&self->j, "policy"));
+
+	/*
+	 * ResNet-50's bottleneck: conv-BN-ReLU twice (3 ops, 4 tensors
+	 * each: BN's output and statistics), conv-BN (2, 3), the add and
+	 * ReLU (1, 1 each); the first block of a stage has a conv-BN
+	 * projection besides (2, 3).
+	 */
+	for (i = 0; i < 4; i++) {
+		r_ops += blocks[i] * (3 + 3 + 2 + 1 + 1) + 2;
+		r_t += blocks[i] * (4 + 4 + 3 + 1 + 1) + 3;
+	}
+	GEN_JSON("resnet50-train --batch 2 --image 64 -o p.graph");
+	ops = json_u64(&self->j, "ops");
+	tensors = json_u64(&self->j, "tensors");
+	GEN_JSON("resnet50-train --batch 2 --image 64 --recompute=3 -o r.graph");
+	EXPECT_EQ(ops + r_ops, json_u64(&self->j, "ops"));
+	EXPECT_EQ(tensors + r_t, json_u64(&self->j, "tensors"));
+	EXPECT_EQ(r_ops, json_u64(&self->j, "recompute_ops"));
+	EXPECT_EQ((16 + 2) / 3, json_u64(&self->j, "checkpoints"));
+}
+
+/* A graph file read back: every tensor's size, maker, first and last line. */
+struct gt {
+	char *name;
+	char *op;		/* the op that makes it; NULL: an input */
+	uint64_t size;
+	int def, last;		/* line numbers */
+};
+
+struct gfile {
+	char *text;
+	struct gt *t;
+	size_t n, cap;
+	size_t *hash, hcap;	/* index + 1, open addressing */
+	int backward;		/* the "# backward" line */
+	int *rc_line;		/* per layer: its "# recompute" comment */
+	int nrc;
+};
+
+static size_t gf_slot(const struct gfile *f, const char *name)
+{
+	size_t h = 5381;
+	const char *p;
+
+	for (p = name; *p; p++)
+		h = h * 33 + (unsigned char)*p;
+	h &= f->hcap - 1;
+	while (f->hash[h] && strcmp(f->t[f->hash[h] - 1].name, name))
+		h = (h + 1) & (f->hcap - 1);
+	return h;
+}
+
+static struct gt *gf_find(const struct gfile *f, const char *name)
+{
+	size_t h = gf_slot(f, name);
+
+	return f->hash[h] ? &f->t[f->hash[h] - 1] : NULL;
+}
+
+/* A new tensor; NULL when the name is taken (a malformed file). */
+static struct gt *gf_add(struct gfile *f, char *name)
+{
+	size_t h;
+
+	if (f->n == f->cap) {
+		f->cap = f->cap ? f->cap * 2 : 1024;
+		f->t = realloc(f->t, f->cap * sizeof(*f->t));
+	}
+	if (!f->t)
+		return NULL;
+	h = gf_slot(f, name);
+	if (f->hash[h])
+		return NULL;
+	f->hash[h] = f->n + 1;
+	memset(&f->t[f->n], 0, sizeof(f->t[0]));
+	f->t[f->n].name = name;
+	return &f->t[f->n++];
+}
+
+/*
+ * Read @file (in dir). Records the "# backward" line and, for BERT, the
+ * line of each layer's "# recompute encoder.layer.L..." comment (the
+ * first layer of a segment). 0, or -1 on anything malformed.
+ */
+static int gf_read(struct gfile *f, const char *file)
+{
+	char path[PATH_MAX + 64], *line, *save = NULL, *tok, *save2;
+	size_t len;
+	int no = 0;
+
+	memset(f, 0, sizeof(*f));
+	f->backward = -1;
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f->text = md_read_file(path, &len);
+	if (!f->text)
+		return -1;
+	for (line = f->text; *line; line++)
+		f->hcap += *line == '\n';
+	f->hcap = 4 * f->hcap + 16;
+	while (f->hcap & (f->hcap - 1))
+		f->hcap++;
+	f->hash = calloc(f->hcap, sizeof(size_t));
+	f->rc_line = calloc(BERT_LAYERS, sizeof(int));
+	if (!f->hash || !f->rc_line)
+		return -1;
+	for (line = strtok_r(f->text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		bool outs = false;
+		char *op;
+		int l;
+
+		no++;
+		if (!strcmp(line, "# backward"))
+			f->backward = no;
+		if (sscanf(line, "# recompute encoder.layer.%d.", &l) == 1 &&
+		    l >= 0 && l < BERT_LAYERS)
+			f->rc_line[l] = no;
+		if (!strncmp(line, "input ", 6)) {
+			struct gt *t;
+
+			strtok_r(line, " ", &save2);
+			t = gf_add(f, strtok_r(NULL, " ", &save2));
+			tok = strtok_r(NULL, " ", &save2);
+			if (!t || !tok)
+				return -1;
+			t->size = strtoull(tok, NULL, 10);
+			t->def = t->last = no;
+			continue;
+		}
+		if (strncmp(line, "op ", 3))
+			continue;
+		strtok_r(line, " ", &save2);
+		op = strtok_r(NULL, " ", &save2);
+		while ((tok = strtok_r(NULL, " ", &save2))) {
+			struct gt *t;
+			char *c;
+
+			if (!strcmp(tok, "->")) {
+				outs = true;
+				continue;
+			}
+			if (!outs) {
+				t = gf_find(f, tok);
+				if (!t)
+					return -1;
+				t->last = no;
+				continue;
+			}
+			c = strchr(tok, ':');
+			if (!c)
+				return -1;
+			*c = '\0';
+			t = gf_add(f, tok);
+			if (!t)
+				return -1;
+			t->size = strtoull(c + 1, NULL, 10);
+			t->op = op;
+			t->def = t->last = no;
+			/* in place: the input's memory, used here */
+			c = strchr(c + 1, '=');
+			if (c && gf_find(f, c + 1))
+				gf_find(f, c + 1)->last = no;
+		}
+	}
+	return f->backward > 0 ? 0 : -1;
+}
+
+static void gf_free(struct gfile *f)
+{
+	free(f->text);
+	free(f->t);
+	free(f->hash);
+	free(f->rc_line);
+}
+
+/* The encoder layer a forward op belongs to, or -1. */
+static int layer_of(const char *op)
+{
+	int l;
+
+	if (!op || strncmp(op, "encoder.layer.", 14))
+		return -1;
+	l = atoi(op + 14);
+	return l >= 0 && l < BERT_LAYERS ? l : -1;
+}
+
+/*
+ * With --recompute=K, checked from the file's lines alone: every tensor
+ * a layer's forward makes dies before the backward starts, but the
+ * checkpoints (the output of each segment's last layer, the next
+ * segment's input), which live into it; every "recompute.NAME" is made in
+ * the backward, after its segment's "# recompute" comment, with NAME's
+ * size, and dies before the previous segment's recomputation starts.
+ * Returns how many tensors break that (0 when all hold); *nrc: the
+ * recomputed tensors seen.
+ */
+static int check_lifetimes(struct _test_data_models *self,
+			   struct __test_metadata *_metadata,
+			   const struct gfile *f, long k, size_t *nrc)
+{
+	char ck[64];
+	int bad = 0;
+	size_t i;
+
+	*nrc = 0;
+	for (i = 0; i < f->n; i++) {
+		const struct gt *t = &f->t[i];
+		int l, seg;
+
+		if (t->op && !strncmp(t->name, "recompute.", 10)) {
+			const struct gt *o = gf_find(f, t->name + 10);
+
+			(*nrc)++;
+			l = layer_of(o ? o->op : NULL);
+			seg = l < 0 ? 0 : l / k;
+			if (!o || o->size != t->size || l < 0 ||
+			    t->def < f->rc_line[seg * k] ||
+			    t->def < f->backward ||
+			    (seg > 0 && t->last >= f->rc_line[(seg - 1) * k])) {
+				if (bad++ < 5)
+					TH_LOG("recomputed %s: lines %d..%d, size %llu",
+					       t->name, t->def, t->last,
+					       (unsigned long long)t->size);
+			}
+			continue;
+		}
+		l = layer_of(t->op);
+		if (l < 0 || t->def > f->backward)
+			continue;
+		/* a checkpoint: the last layer of a segment's output */
+		snprintf(ck, sizeof(ck), "encoder.layer.%d.output.LayerNorm.out",
+			 l);
+		if (k && (l + 1) % k == 0 && l + 1 < BERT_LAYERS &&
+		    !strcmp(t->name, ck)) {
+			if (t->last < f->backward && bad++ < 5)
+				TH_LOG("checkpoint %s dies in the forward",
+				       t->name);
+			continue;
+		}
+		if (t->last > f->backward && bad++ < 5)
+			TH_LOG("%s (layer %d) lives to line %d, backward at %d",
+			       t->name, l, t->last, f->backward);
+	}
+	(void)self;
+	return bad;
+}
+
+TEST_F(models, recompute_lifetimes)
+{
+	static const long ks[] = { 1, 2, 5 };
+	struct gfile f;
+	char args[256];
+	size_t i, nrc;
+	int bad;
+
+	/* without recomputation the saved activations outlive the forward */
+	ASSERT_EQ(0, gen("bert-large-train --batch 1 --seq 16 -o p.graph",
+			 self->out, sizeof(self->out)));
+	ASSERT_EQ(0, gf_read(&f, "p.graph"));
+	bad = check_lifetimes(self, _metadata, &f, 0, &nrc);
+	EXPECT_EQ(0, nrc);
+	EXPECT_LT(BERT_LAYERS * 10, bad);
+	gf_free(&f);
+	for (i = 0; i < ARRAY_LEN(ks); i++) {
+		snprintf(args, sizeof(args),
+			 "bert-large-train --batch 1 --seq 16 --grad-reuse --recompute=%ld -o r.graph",
+			 ks[i]);
+		ASSERT_EQ(0, gen(args, self->out, sizeof(self->out)));
+		ASSERT_EQ(0, gf_read(&f, "r.graph")) TH_LOG("%s", args);
+		bad = check_lifetimes(self, _metadata, &f, ks[i], &nrc);
+		EXPECT_EQ(0, bad) TH_LOG("%s", args);
+		EXPECT_EQ(BERT_LAYERS * bert_layer_tensors(), nrc);
+		gf_free(&f);
+	}
+}
+
+/* Plan @file in this process; 0 when the plan validates. */
+static int plan_validated(const char *file, uint64_t *peak, uint64_t *lb)
+{
+	char path[PATH_MAX + 64], *text;
+	struct md_graph_plan gp;
+	struct md_conflict c;
+	struct md_graph *g;
+	size_t len;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	text = md_read_file(path, &len);
+	if (!text)
+		return -1;
+	err = md_graph_new(&g);
+	if (!err)
+		err = md_graph_parse(g, text, len, NULL);
+	free(text);
+	memset(&gp, 0, sizeof(gp));
+	if (!err)
+		err = md_graph_plan(g, NULL, &gp);
+	if (!err)
+		err = md_graph_plan_validate(g, &gp, &c);
+	if (!err)
+		err = md_plan_validate(&gp.problem, gp.plan.offsets, &c);
+	*peak = gp.plan.peak;
+	*lb = gp.plan.lower_bound;
+	md_graph_plan_free(&gp);
+	md_graph_free(g);
+	return err;
+}
+
+/*
+ * Small configurations where the saved activations make the peak: with
+ * recomputation the planned peak is strictly lower, and its plan is
+ * valid (no two tensors alive together overlap).
+ */
+TEST_F(models, recompute_lowers_the_peak)
+{
+	static const char *const cfgs[] = {
+		"bert-large-train --batch 4 --seq 256",
+		"bert-large-train --batch 2 --seq 128 --grad-reuse",
+		"resnet50-train --batch 8 --image 96",
+	};
+	uint64_t peak, lb, peak_rc, lb_rc;
+	char args[256];
+	size_t i;
+
+	for (i = 0; i < ARRAY_LEN(cfgs); i++) {
+		snprintf(args, sizeof(args), "%s -o p.graph", cfgs[i]);
+		ASSERT_EQ(0, gen(args, self->out, sizeof(self->out)));
+		snprintf(args, sizeof(args), "%s --recompute -o r.graph",
+			 cfgs[i]);
+		ASSERT_EQ(0, gen(args, self->out, sizeof(self->out)));
+		ASSERT_EQ(0, plan_validated("p.graph", &peak, &lb));
+		ASSERT_EQ(0, plan_validated("r.graph", &peak_rc, &lb_rc));
+		TH_LOG("%s: peak %llu, with --recompute %llu", cfgs[i],
+		       (unsigned long long)peak, (unsigned long long)peak_rc);
+		EXPECT_LT(peak_rc, peak);
+		EXPECT_LT(lb_rc, lb);
+		EXPECT_LE(lb_rc, peak_rc);
+	}
+}
+
 /*
  * Under valgrind, any leak or memory error fails: every model (small
  * sizes), and the error paths.
@@ -410,8 +867,11 @@ TEST_F(models, no_leaks_under_valgrind)
 		"bert-large-train --batch 1 --seq 16 --dtype fp16 --grad-reuse -o a.graph",
 		"lstm --steps 3 -o a.graph", "vgg16 -o a", "resnet50 -o no/such/a",
 		"--help",
+		"bert-large-train --batch 1 --seq 16 --grad-reuse --recompute=5 -o a.graph",
+		"resnet50-train --batch 2 --image 64 --recompute --json -o a.graph",
+		"resnet50-train --recompute=0 -o a.graph",
 	};
-	static const int rcs[] = { 0, 0, 0, 0, 0, 0, 2, 1, 0 };
+	static const int rcs[] = { 0, 0, 0, 0, 0, 0, 2, 1, 0, 0, 0, 2 };
 	const char *vg = "valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99";
 	char cmd[PATH_MAX + 1024];
 	size_t i;

@@ -207,9 +207,9 @@ static const struct model models[] = {
 	{ "bert-large", "BERT-large (24 x 1024, 16 heads) inference, ONNX opset 17",
 	  true, 0, "batch seq dtype" },
 	{ "resnet50-train", "ResNet-50 training step with Adam, graph format",
-	  false, 0, "batch image dtype grad-reuse device" },
+	  false, 0, "batch image dtype grad-reuse recompute device" },
 	{ "bert-large-train", "BERT-large fine-tuning step with Adam, graph format",
-	  false, 1, "batch seq dtype grad-reuse device" },
+	  false, 1, "batch seq dtype grad-reuse recompute device" },
 	{ "lstm", "stacked LSTM unrolled over time (mode parallel), graph format",
 	  false, 2, "batch steps layers hidden dtype device" },
 };
@@ -246,6 +246,13 @@ static void usage(FILE *f)
 		"  --grad-reuse        training: each weight's Adam update runs as\n"
 		"                      soon as its gradient is complete (default:\n"
 		"                      one optimizer step after the whole backward)\n"
+		"  --recompute[=K]     training: activation recomputation (gradient\n"
+		"                      checkpointing): only the input of every K\n"
+		"                      layers (BERT: encoder layers; ResNet:\n"
+		"                      bottleneck blocks; K from 1 to 1000, default\n"
+		"                      1) is kept for the backward, which re-runs\n"
+		"                      their forward just before their backward\n"
+		"                      (one more forward pass of them)\n"
 		"  --steps N           LSTM time steps (default 32)\n"
 		"  --layers N          LSTM layers (default 2)\n"
 		"  --hidden N          LSTM hidden size = input size (default 1024)\n"
@@ -315,8 +322,11 @@ static void json(FILE *f, const struct mm_opts *o, const struct model *m,
 	if (takes(m, "image"))
 		fprintf(f, ", \"image\": %ld", o->image);
 	if (!m->onnx && m->arg != 2)
-		fprintf(f, ", \"policy\": \"%s\"",
-			o->grad_reuse ? "grad-reuse" : "step-at-end");
+		fprintf(f, ", \"policy\": \"%s\", \"recompute\": %ld, \"checkpoints\": %lu, \"recompute_ops\": %lu, \"recompute_tensors\": %lu, \"recompute_bytes\": %llu",
+			o->grad_reuse ? "grad-reuse" : "step-at-end",
+			o->recompute, s->checkpoints, s->recompute_ops,
+			s->recompute_tensors,
+			(unsigned long long)s->recompute_bytes);
 	if (m->arg == 2 && !m->onnx)
 		fprintf(f, ", \"steps\": %ld, \"layers\": %ld, \"hidden\": %ld",
 			o->steps, o->layers, o->hidden);
@@ -353,7 +363,7 @@ static void json(FILE *f, const struct mm_opts *o, const struct model *m,
 int main(int argc, char **argv)
 {
 	enum { O_JSON = 256, O_BATCH, O_SEQ, O_IMAGE, O_DTYPE, O_REUSE,
-	       O_STEPS, O_LAYERS, O_HIDDEN, O_DEVICE };
+	       O_RECOMPUTE, O_STEPS, O_LAYERS, O_HIDDEN, O_DEVICE };
 	static const struct option lopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "json", no_argument, NULL, O_JSON },
@@ -362,6 +372,7 @@ int main(int argc, char **argv)
 		{ "image", required_argument, NULL, O_IMAGE },
 		{ "dtype", required_argument, NULL, O_DTYPE },
 		{ "grad-reuse", no_argument, NULL, O_REUSE },
+		{ "recompute", optional_argument, NULL, O_RECOMPUTE },
 		{ "steps", required_argument, NULL, O_STEPS },
 		{ "layers", required_argument, NULL, O_LAYERS },
 		{ "hidden", required_argument, NULL, O_HIDDEN },
@@ -415,6 +426,12 @@ int main(int argc, char **argv)
 		case O_REUSE:
 			o.grad_reuse = true;
 			break;
+		case O_RECOMPUTE:
+			o.recompute = 1;
+			if (optarg && number("recompute", optarg, 1000,
+					     &o.recompute))
+				return 2;
+			break;
 		case O_STEPS:
 			if (number("steps", optarg, 100000, &o.steps))
 				return 2;
@@ -442,6 +459,10 @@ int main(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return bad("no model named");
+	if (optind + 1 < argc && argv[optind + 1][0] >= '0' &&
+	    argv[optind + 1][0] <= '9')
+		return bad("'%s': not a model (an option's value: --recompute=K takes it after '=')",
+			   argv[optind + 1]);
 	if (optind + 1 < argc)
 		return bad("one model at a time ('%s' and '%s')", argv[optind],
 			   argv[optind + 1]);
@@ -506,13 +527,18 @@ int main(int argc, char **argv)
 			prog, m->name, s.nodes, s.tensors,
 			(unsigned long long)s.params, out.len);
 	else
-		fprintf(stderr, "%s: %s: %lu ops, %lu tensors, %llu parameters, %zu bytes; no reuse %llu, lower bound %llu (%llu beyond the inputs), planned peak %llu\n",
+		fprintf(stderr, "%s: %s: %lu ops, %lu tensors, %llu parameters, %zu bytes; no reuse %llu, lower bound %llu (%llu beyond the inputs), planned peak %llu%s\n",
 			prog, m->name, s.nodes, s.tensors,
 			(unsigned long long)s.params, out.len,
 			(unsigned long long)s.tensor_bytes,
 			(unsigned long long)s.lower_bound,
 			(unsigned long long)(s.lower_bound - resident(&s)),
-			(unsigned long long)s.peak);
+			(unsigned long long)s.peak,
+			o.recompute ?
+			mm_fmt("; recomputed in the backward: %lu ops, %lu tensors, %llu bytes (%lu checkpoints)",
+			       s.recompute_ops, s.recompute_tensors,
+			       (unsigned long long)s.recompute_bytes,
+			       s.checkpoints) : "");
 	if (!m->onnx)
 		free(out.buf);
 	mm_free_all();

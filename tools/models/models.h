@@ -20,6 +20,7 @@ struct mm_opts {
 	long image;		/* ResNet input height = width */
 	enum mm_dtype dtype;
 	bool grad_reuse;	/* per-layer optimizer update */
+	long recompute;		/* 0, or keep every K-th layer's input */
 	long steps, layers, hidden;	/* LSTM */
 	const char *device;	/* graph format: cpu, gpu, npu */
 };
@@ -45,6 +46,9 @@ struct mm_summary {
 	uint64_t act_grad_bytes;	/* gradients of activations */
 	uint64_t weight_grad_bytes;	/* gradients of weights */
 	uint64_t other_bytes;	/* optimizer status words */
+	/* --recompute: what the backward runs again */
+	unsigned long recompute_ops, recompute_tensors, checkpoints;
+	uint64_t recompute_bytes;
 	/* graph format, planned here with libmetadef's defaults */
 	uint64_t lower_bound;	/* most bytes alive at once */
 	uint64_t peak;		/* the plan's arena */

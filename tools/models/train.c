@@ -21,6 +21,34 @@
  * the first four in place; the format has no op without an output, so
  * each update makes a 4-byte status word (its share of the gradient
  * norm, as a fused multi-tensor Adam does) that nothing reads.
+ *
+ * Activation recomputation (gradient checkpointing), --recompute[=K], as
+ * torch.utils.checkpoint and Megatron-LM's "full" recompute do it: the
+ * units are BERT's 24 encoder layers and ResNet-50's 16 bottleneck blocks
+ * (the embeddings, stem, pooler, head and loss are not checkpointed).
+ * Every K consecutive units form a segment (the last one may be shorter).
+ * The forward runs as without recomputation, but only a segment's input
+ * (the checkpoint: the previous unit's output) is kept for the backward;
+ * what its ops would save (linear inputs, softmax outputs, dropout masks,
+ * LayerNorm and BN statistics, ...) dies in the forward at its last
+ * forward use. In the backward, just before the backward op of a
+ * segment's last forward op, the segment's forward ops are emitted once
+ * more, in order, after a "# recompute FIRST .. LAST" comment: op
+ * "recompute.OP", outputs "recompute.NAME" (kind "recompute"), each the
+ * size of its original, in place where the original was; they read the
+ * checkpoint, the weights and (BERT) the extended attention mask as they
+ * are, and each other's recomputed outputs. The segment's backward ops
+ * then read the recomputed tensors instead of the saved ones, so those
+ * die inside the segment's backward; gradient names and the update
+ * policy (--grad-reuse composes with it) are unchanged, and a recomputed
+ * op counts no extra weight use. The cost: each checkpointed unit's
+ * forward runs twice, whatever K (K trades memory only: fewer
+ * checkpoints, larger segments alive at once in the backward), about one
+ * more forward pass of the encoder (BERT) or of the blocks (ResNet). The
+ * generator counts no FLOPs; it reports the recomputed ops, tensors and
+ * bytes (--json: recompute_ops, recompute_tensors, recompute_bytes,
+ * checkpoints). BERT-large: 18 ops and 23 tensors per layer; ResNet-50:
+ * 10 ops and 13 tensors per block, 12 and 16 with a projection.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -28,7 +56,8 @@
 
 #include "models.h"
 
-enum kind { K_DATA, K_WEIGHT, K_MASTER, K_STATE, K_ACT, K_GRAD, K_OTHER };
+enum kind { K_DATA, K_WEIGHT, K_MASTER, K_STATE, K_ACT, K_GRAD, K_OTHER,
+	     K_RECOMP };
 
 struct ten {
 	const char *name;
@@ -47,9 +76,15 @@ struct fop {
 	const char *name;
 	int in[MAXIO], nin;
 	int out[MAXIO], nout;
+	int inpl[MAXIO];	/* output in place on input i, or -1 */
 	int save[MAXIO], nsave;
 	bool alias;		/* an add: its gradient is its inputs' */
 	bool seed;		/* the loss: its backward starts the pass */
+};
+
+/* Forward ops first..last (indices into tg.ops): one checkpoint's span. */
+struct seg {
+	int first, last;
 };
 
 struct tg {
@@ -62,6 +97,9 @@ struct tg {
 	int nops, cops;
 	int *weights, nweights;	/* in order of declaration */
 	unsigned int db;	/* bytes per element of the model's dtype */
+	struct seg *segs;	/* --recompute: checkpointed segments */
+	int nsegs;
+	int units;		/* checkpointable units begun so far */
 };
 
 static int tg_new(struct tg *g, const char *name, uint64_t size,
@@ -105,6 +143,10 @@ static int tg_new(struct tg *g, const char *name, uint64_t size,
 		break;
 	case K_GRAD:
 		acc = &g->s->act_grad_bytes;
+		break;
+	case K_RECOMP:
+		acc = &g->s->recompute_bytes;
+		g->s->recompute_tensors++;
 		break;
 	default:
 		acc = &g->s->other_bytes;
@@ -233,6 +275,8 @@ static int fwd(struct tg *g, const char *name, const int *in, int nin,
 	memcpy(f->in, in, nin * sizeof(int));
 	f->nout = nout;
 	memcpy(f->out, ids, nout * sizeof(int));
+	for (i = 0; i < nout; i++)
+		f->inpl[i] = outs[i].inplace;
 	/* save: >= 0 an input's index, < 0 an output's: -1 - index */
 	for (i = 0; i < nsave; i++)
 		f->save[i] = save[i] >= 0 ? in[save[i]] : ids[-1 - save[i]];
@@ -293,9 +337,88 @@ static void contribute(struct tg *g, int x, int c)
 	t->grad = sum;
 }
 
+/*
+ * Checkpointable units (BERT's encoder layers, ResNet's bottleneck
+ * blocks) are bracketed by unit_begin() and unit_end(). With
+ * --recompute=K, every K units' forward ops form one segment: its first
+ * unit's input is the checkpoint, kept for the backward; the rest of its
+ * activations are read only by the segment's own forward and die there.
+ */
+static void unit_begin(struct tg *g)
+{
+	long k = g->o->recompute;
+	struct seg *n;
+
+	if (!k || g->units++ % k)
+		return;
+	n = realloc(g->segs, (g->nsegs + 1) * sizeof(*n));
+	if (!n) {
+		fprintf(stderr, "metadef-models: out of memory\n");
+		exit(1);
+	}
+	g->segs = n;
+	g->segs[g->nsegs].first = g->nops;
+	g->segs[g->nsegs].last = g->nops - 1;
+	g->nsegs++;
+}
+
+static void unit_end(struct tg *g)
+{
+	if (g->o->recompute)
+		g->segs[g->nsegs - 1].last = g->nops - 1;
+}
+
+/*
+ * Re-run segment @sg's forward just before its backward, as
+ * torch.utils.checkpoint does: every op again, in order, as a new op
+ * "recompute.OP" whose outputs are new tensors "recompute.NAME" of the
+ * original sizes (in place where the original was). Inputs made inside
+ * the segment are read from their recomputed copies; the rest (the
+ * checkpoint, weights, the attention mask) as they are. The segment's
+ * backward ops then read the recomputed tensors in place of the saved
+ * originals, so those die in the segment's backward.
+ */
+static void recompute(struct tg *g, const struct seg *sg)
+{
+	int nt = g->nt, *map = malloc(nt * sizeof(int)), k, i;
+
+	if (!map) {
+		fprintf(stderr, "metadef-models: out of memory\n");
+		exit(1);
+	}
+	for (i = 0; i < nt; i++)
+		map[i] = -1;
+	mm_printf(g->out, "# recompute %s .. %s\n", g->ops[sg->first].name,
+		  g->ops[sg->last].name);
+	for (k = sg->first; k <= sg->last; k++) {
+		struct fop *f = &g->ops[k];
+		int in[MAXIO], out[MAXIO], inpl[MAXIO];
+
+		for (i = 0; i < f->nin; i++)
+			in[i] = map[f->in[i]] >= 0 ? map[f->in[i]] : f->in[i];
+		for (i = 0; i < f->nout; i++) {
+			const char *name = g->t[f->out[i]].name;
+			uint64_t size = g->t[f->out[i]].size;
+
+			out[i] = tg_new(g, mm_fmt("recompute.%s", name), size,
+					K_RECOMP);
+			map[f->out[i]] = out[i];
+			inpl[i] = f->inpl[i] >= 0 ? in[f->inpl[i]] : -1;
+		}
+		emit(g, mm_fmt("recompute.%s", f->name), in, f->nin, out, inpl,
+		     f->nout);
+		g->s->recompute_ops++;
+		for (i = 0; i < f->nsave; i++)
+			if (map[f->save[i]] >= 0)
+				f->save[i] = map[f->save[i]];
+	}
+	g->s->checkpoints++;
+	free(map);
+}
+
 static void backward(struct tg *g)
 {
-	int k, i, j;
+	int k, i, j, s = g->nsegs - 1;
 
 	mm_printf(g->out, "# backward\n");
 	for (k = g->nops - 1; k >= 0; k--) {
@@ -304,6 +427,10 @@ static void backward(struct tg *g)
 		int nin = 0, nout = 0;
 		bool any = false;
 
+		if (s >= 0 && k == g->segs[s].last) {
+			recompute(g, &g->segs[s]);
+			s--;
+		}
 		for (i = 0; i < f->nout; i++)
 			if (g->t[f->out[i]].grad >= 0)
 				any = true;
@@ -378,6 +505,9 @@ static void tg_init(struct tg *g, const struct mm_opts *o, struct mm_out *out,
 		  o->grad_reuse ?
 		  "per-weight update as soon as its gradient is complete (--grad-reuse)" :
 		  "one optimizer step after the backward");
+	if (o->recompute)
+		mm_printf(out, "# activation recomputation (--recompute=%ld): the input of every %ld layer(s) (ResNet: bottleneck blocks) kept for the backward, their forward re-run just before their backward\n",
+			  o->recompute, o->recompute);
 	mm_printf(out, "device %s\n", o->device);
 }
 
@@ -390,6 +520,7 @@ static int tg_finish(struct tg *g, int loss)
 	free(g->t);
 	free(g->ops);
 	free(g->weights);
+	free(g->segs);
 	return 0;
 }
 
@@ -510,9 +641,12 @@ int mm_resnet_train(const struct mm_opts *o, struct mm_out *out,
 		x = p;
 	}
 	for (l = 0; l < 4; l++)
-		for (i = 0; i < blocks[l]; i++)
+		for (i = 0; i < blocks[l]; i++) {
+			unit_begin(&g);
 			x = bottleneck(&g, mm_fmt("layer%d.%d", l + 1, i), x,
 				       64L << l, i == 0 && l > 0 ? 2 : 1);
+			unit_end(&g);
+		}
 	x.id = FWD(&g, "avgpool", (x.id),
 		   (OUT("avgpool.out", (uint64_t)b * x.c * g.db)), NOSAVE);
 	fw = tg_weight(&g, "fc.weight", 1000 * 2048, false);
@@ -598,6 +732,7 @@ int mm_bert_train(const struct mm_opts *o, struct mm_out *out,
 		   (OUT("extended_mask.out", rows * g.db)), NOSAVE);
 
 	for (l = 0; l < 24; l++) {
+		unit_begin(&g);
 		p = mm_fmt("encoder.layer.%d", l);
 		a = mm_fmt("%s.attention.self", p);
 		q = linear(&g, mm_fmt("%s.query", a), h, rows, H, H);
@@ -632,6 +767,7 @@ int mm_bert_train(const struct mm_opts *o, struct mm_out *out,
 		y = dropout(&g, mm_fmt("%s.output.dropout", p), y, n);
 		r = add(&g, mm_fmt("%s.output.residual", p), y, h, n);
 		h = layer_norm(&g, mm_fmt("%s.output.LayerNorm", p), r, rows);
+		unit_end(&g);
 	}
 
 	/* pooler on the first token, dropout, classifier (2 labels) */
