@@ -375,8 +375,35 @@ $(B)/demo/region $(B)/demo/runtime: $(B)/demo/%: tools/demo/%.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(LIB_LIBS)
 
-bench: bench-buddy bench-copy bench-plan bench-exact bench-scale bench-dynamic bench-alloc \
-	bench-models
+# Every bench, one after the other, each continuing after a failed one;
+# each writes its goal rows to $(BENCH_RESULTS)/NAME.tsv through the
+# harness (tools/bench/harness.[ch], tools/bench/lib.sh) and its exit
+# status to $(BENCH_RESULTS)/status. tools/bench/report then prints one
+# table of every goal, peer, ratio and verdict and fails (exit 1) when a
+# goal was missed or not judged or a bench did not run.
+# make bench-readme writes that table into README.md.
+BENCHES		:= buddy copy plan exact scale dynamic alloc models
+BENCH_RESULTS	?= $(B)/bench/results
+export BENCH_RESULTS
+BENCH_HARNESS	:= tools/bench/harness.c tools/bench/harness.h lib/random.h
+BENCH_CFLAGS	:= $(MD_CFLAGS) -Ilib -Itools/bench
+
+bench:
+	@rm -rf $(BENCH_RESULTS)
+	@mkdir -p $(BENCH_RESULTS)
+	@for b in $(BENCHES); do \
+		echo "=== make bench-$$b"; \
+		$(MAKE) --no-print-directory bench-$$b; \
+		echo "$$b $$?" >>$(BENCH_RESULTS)/status; \
+	done
+	tools/bench/report $(BENCH_RESULTS)
+
+.PHONY: bench-readme bench-report
+bench-report:
+	tools/bench/report $(BENCH_RESULTS)
+
+bench-readme:
+	tools/bench/report --readme README.md $(BENCH_RESULTS)
 
 # The offset planner against TFLite's greedy-by-size, XLA's best-fit heap
 # and MiniMalloc (../shared/peers) on ../shared/bench, random families and
@@ -385,9 +412,9 @@ bench-plan: $(B)/bench/plan_bench
 	$(B)/bench/plan_bench $(CURDIR)/../shared/bench/minimalloc-challenging \
 		tools/plan/examples $(CURDIR)/../shared/peers/minimalloc/bin/minimalloc
 
-$(B)/bench/plan_bench: tools/bench/plan_bench.c $(LIB_A)
+$(B)/bench/plan_bench: tools/bench/plan_bench.c $(BENCH_HARNESS) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(LIB_LIBS) -lm
+	$(CC) $(CFLAGS) $(LDFLAGS) $(BENCH_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS) -lm
 
 # The exact planner on the MiniMalloc problems at their known capacities
 # (against MiniMalloc's published times) and on random problems.
@@ -400,9 +427,10 @@ bench-exact: $(B)/bench/exact_bench
 		-m $(CURDIR)/../shared/peers/minimalloc/bin/minimalloc \
 		-d $(CURDIR)/../shared/bench/minimalloc-challenging
 
-$(B)/bench/exact_bench: tools/bench/exact_bench.c tools/bench/cutgen.c tools/bench/cutgen.h $(LIB_A)
+$(B)/bench/exact_bench: tools/bench/exact_bench.c tools/bench/cutgen.c tools/bench/cutgen.h \
+		$(BENCH_HARNESS) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS) -lm
+	$(CC) $(CFLAGS) $(LDFLAGS) $(BENCH_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS) -lm
 
 # The planners on compiler-shaped traces of 10^4-10^5 buffers
 # (tools/bench/tracegen) against idealloc and MiniMalloc (../shared/peers),
@@ -413,7 +441,7 @@ bench-scale: $(B)/bench/tracegen $(B)/bin/metadef-plan
 
 $(B)/bench/tracegen: tools/bench/tracegen.c lib/random.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $<
+	$(CC) $(CFLAGS) $(LDFLAGS) $(BENCH_CFLAGS) -o $@ $<
 
 # A fingerprint of the exact planner's answers and searches (node counts
 # included) on a fixed set of problems, with node budgets instead of time
@@ -423,9 +451,10 @@ $(B)/bench/tracegen: tools/bench/tracegen.c lib/random.h
 exact-equiv: $(B)/bench/exact_equiv
 	$(B)/bench/exact_equiv
 
-$(B)/bench/exact_equiv: tools/bench/exact_equiv.c tools/bench/cutgen.c tools/bench/cutgen.h $(LIB_A)
+$(B)/bench/exact_equiv: tools/bench/exact_equiv.c tools/bench/cutgen.c tools/bench/cutgen.h \
+		$(BENCH_HARNESS) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS) -lm
+	$(CC) $(CFLAGS) $(LDFLAGS) $(BENCH_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS) -lm
 
 # The dynamic pool on a detection-like trace of varying input sizes, against
 # a region per tensor and a planned region per request (host backend).
@@ -433,9 +462,9 @@ $(B)/bench/exact_equiv: tools/bench/exact_equiv.c tools/bench/cutgen.c tools/ben
 bench-dynamic: $(B)/bench/dynamic_bench
 	$(B)/bench/dynamic_bench
 
-$(B)/bench/dynamic_bench: tools/bench/dynamic_bench.c $(LIB_A)
+$(B)/bench/dynamic_bench: tools/bench/dynamic_bench.c $(BENCH_HARNESS) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(LIB_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(BENCH_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS) -lm
 
 # The footprint report: per workload, device memory without reuse, under a
 # model of PyTorch's caching allocator (tools/bench/caching.c), metadef's
@@ -457,9 +486,9 @@ bench-models: $(B)/bench/models_bench $(B)/bin/metadef-plan $(B)/bench/dynamic_b
 		--ort tools/bench/ort-peer
 
 $(B)/bench/models_bench: tools/bench/models_bench.c tools/bench/caching.c \
-		tools/bench/caching.h $(LIB_A)
+		tools/bench/caching.h $(BENCH_HARNESS) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -Ilib -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(BENCH_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS) -lm
 
 # The tiered pools' alloc+free latency against glibc malloc, jemalloc and
 # mimalloc (dlopen()ed when installed: tools/deps.sh bench), same traces.
@@ -469,9 +498,9 @@ $(B)/bench/models_bench: tools/bench/models_bench.c tools/bench/caching.c \
 bench-alloc: $(B)/bench/alloc_bench
 	$(B)/bench/alloc_bench
 
-$(B)/bench/alloc_bench: tools/bench/alloc_bench.c $(LIB_A)
+$(B)/bench/alloc_bench: tools/bench/alloc_bench.c $(BENCH_HARNESS) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(LIB_LIBS) -ldl -lm
+	$(CC) $(CFLAGS) $(LDFLAGS) $(BENCH_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS) -ldl -lm
 
 # metadef's buddy allocator against the kernel's drm_buddy, in one VM run.
 bench-buddy:
