@@ -75,6 +75,9 @@ TOOLS		:= $(B)/bin/metadefctl
 TOOLS		+= $(B)/bin/metadef-plan
 # Developer tools: built with the others, not installed.
 DEV_TOOLS	:= $(B)/bin/metadef-models
+# The benches (tools/bench/) share a harness and lib/random.h.
+BENCH_HARNESS	:= tools/bench/harness.c tools/bench/harness.h lib/random.h
+BENCH_CFLAGS	:= $(MD_CFLAGS) -Ilib -Itools/bench
 
 # ---------------------------------------------------------------- selftests
 
@@ -310,6 +313,14 @@ $(B)/selftests/lib/caching_test: selftests/lib/caching_test.c tools/bench/cachin
 	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_CFLAGS) -Ilib -Itools/bench -o $@ \
 		$(filter %.c,$^) $(LIB_A) $(LIB_LIBS)
 
+# The bench harness (tools/bench/harness.c) is bench code: its test is
+# built with it; bench_report_test.sh runs tools/bench/report and lib.sh.
+$(B)/selftests/lib/bench_harness_test: selftests/lib/bench_harness_test.c \
+		$(BENCH_HARNESS) $(KSFT_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_CFLAGS) -Itools/bench -o $@ \
+		$(filter %.c,$^) -lm
+
 # The footprint report's smoke test runs models_bench --quick (and it
 # metadef-plan) on the graphs in the source tree and a small ONNX model
 # from metadef-models.
@@ -385,8 +396,10 @@ $(B)/demo/region $(B)/demo/runtime: $(B)/demo/%: tools/demo/%.c $(LIB_A)
 BENCHES		:= buddy copy plan exact scale dynamic alloc models
 BENCH_RESULTS	?= $(B)/bench/results
 export BENCH_RESULTS
-BENCH_HARNESS	:= tools/bench/harness.c tools/bench/harness.h lib/random.h
-BENCH_CFLAGS	:= $(MD_CFLAGS) -Ilib -Itools/bench
+# The peers' binaries and the benchmark files (read-only): beside the
+# repository by default; SHARED=/path for a worktree kept elsewhere.
+SHARED		?= $(abspath $(CURDIR)/../shared)
+export SHARED
 
 bench:
 	@rm -rf $(BENCH_RESULTS)
@@ -409,8 +422,8 @@ bench-readme:
 # and MiniMalloc (../shared/peers) on ../shared/bench, random families and
 # tools/plan/examples; then every shape at 10^5 and 10^6 buffers.
 bench-plan: $(B)/bench/plan_bench
-	$(B)/bench/plan_bench $(CURDIR)/../shared/bench/minimalloc-challenging \
-		tools/plan/examples $(CURDIR)/../shared/peers/minimalloc/bin/minimalloc
+	$(B)/bench/plan_bench $(SHARED)/bench/minimalloc-challenging \
+		tools/plan/examples $(SHARED)/peers/minimalloc/bin/minimalloc
 
 $(B)/bench/plan_bench: tools/bench/plan_bench.c $(BENCH_HARNESS) $(LIB_A)
 	@mkdir -p $(@D)
@@ -424,8 +437,8 @@ EXACT_COUNT	?= 120
 EXACT_LIMIT	?= 10
 bench-exact: $(B)/bench/exact_bench
 	$(B)/bench/exact_bench -n $(EXACT_COUNT) -t $(EXACT_LIMIT) \
-		-m $(CURDIR)/../shared/peers/minimalloc/bin/minimalloc \
-		-d $(CURDIR)/../shared/bench/minimalloc-challenging
+		-m $(SHARED)/peers/minimalloc/bin/minimalloc \
+		-d $(SHARED)/bench/minimalloc-challenging
 
 $(B)/bench/exact_bench: tools/bench/exact_bench.c tools/bench/cutgen.c tools/bench/cutgen.h \
 		$(BENCH_HARNESS) $(LIB_A)

@@ -235,6 +235,25 @@ static void field(FILE *f, const char *s, const char *end)
 	fputs(end, f);
 }
 
+/* The verdict line: the row's fields, readable, on one line. */
+static void say(const char *bench, const char *kase, const char *metric,
+		const char *peer, const char *val, const char *lim,
+		enum bench_verdict v, const char *why)
+{
+	fputs("goal ", stdout);
+	field(stdout, bench, " / ");
+	field(stdout, kase, ": ");
+	field(stdout, metric, " vs ");
+	field(stdout, peer, ": ");
+	printf("%s (goal %s): %s", val, lim, bench_verdict_name(v));
+	if (why) {
+		fputs(": ", stdout);
+		field(stdout, why, "");
+	}
+	fputc('\n', stdout);
+	fflush(stdout);
+}
+
 static enum bench_verdict judge(struct bench *h, const char *bench,
 				const char *kase, const char *metric,
 				const char *peer, double value,
@@ -250,17 +269,16 @@ static enum bench_verdict judge(struct bench *h, const char *bench,
 		v = bench_holds(value, op, goal) ? BENCH_MET : BENCH_MISSED;
 	if (v == BENCH_NOT_JUDGED)
 		snprintf(val, sizeof(val), "-");
+	else if (fabs(value) >= 1000 && !isinf(value))
+		snprintf(val, sizeof(val), "%.0f", value);
 	else
-		snprintf(val, sizeof(val), "%.4g", value);
+		snprintf(val, sizeof(val), "%.5g", value);
 	snprintf(lim, sizeof(lim), "%s %g", bench_op_name(op), goal);
 	h->met += v == BENCH_MET;
 	h->missed += v == BENCH_MISSED;
 	h->not_judged += v == BENCH_NOT_JUDGED;
 
-	printf("goal %s / %s: %s vs %s: %s (goal %s): %s%s%s\n", bench, kase,
-	       metric, peer && *peer ? peer : "-", val, lim,
-	       bench_verdict_name(v), why ? ": " : "", why ? why : "");
-	fflush(stdout);
+	say(bench, kase, metric, peer, val, lim, v, why);
 	if (h->tsv) {
 		field(h->tsv, bench, "\t");
 		field(h->tsv, kase, "\t");
