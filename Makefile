@@ -11,14 +11,16 @@
 #   make check-fuzz-lib  the library's libFuzzer targets, 25 s each (in check)
 #   make fuzz-lib        the same for FUZZ_SECONDS (300) each
 #   make demo            boot a VM, load the module, show what it does
-#   make bench           benchmarks (not part of check)
+#   make bench           every benchmark, then one table of goals (not in check)
+#   make bench-readme    README.md's measured table from the last results
 #   make install         library, headers, pkg-config file, tools, man pages
 #   make uninstall       what make install put there
 #   make modules_install metadef.ko for modprobe (or: make dkms-source)
 #
 # Variables: KDIR (kernel build tree; default: tools/kdir), PREFIX, MANDIR, DESTDIR,
 # CC, CFLAGS, LDFLAGS, BUILD (user-space objects, default build/), FUZZ_CC
-# (clang-14), FUZZ_SECONDS.
+# (clang-14), FUZZ_SECONDS, SHARED (the benches' peers, default ../shared),
+# BENCH_RESULTS (the benches' result files, default build/bench/results).
 
 VERSION		:= 0.1.0
 SOVERSION	:= 0
@@ -105,7 +107,7 @@ LANG_FLAGS	:= -Wall -Wextra -Werror -pedantic-errors -Iinclude -Iinclude/uapi \
 all: module lib tools selftests
 
 help:
-	@sed -n '3,22p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,24p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	tools/deps.sh all

@@ -86,7 +86,10 @@ bench_goal() {
 	fi
 	[ "$v" = met ] || v=MISSED
 	shown=$(awk -v v="$value" 'BEGIN {
-		printf (v >= 1000 || v <= -1000) ? "%.0f" : "%.5g", v }')
+		if (v !~ /^[-+]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?$/)
+			print "nan"
+		else
+			printf (v >= 1000 || v <= -1000) ? "%.0f\n" : "%.5g\n", v }')
 	case $v in
 	met) bench_met=$((bench_met + 1)) ;;
 	*) bench_missed=$((bench_missed + 1)) ;;
