@@ -404,8 +404,8 @@ SHARED		?= $(abspath $(CURDIR)/../shared)
 export SHARED
 
 bench:
-	@rm -rf $(BENCH_RESULTS)
 	@mkdir -p $(BENCH_RESULTS)
+	@rm -f $(BENCH_RESULTS)/*.tsv $(BENCH_RESULTS)/status
 	@for b in $(BENCHES); do \
 		echo "=== make bench-$$b"; \
 		$(MAKE) --no-print-directory bench-$$b; \
