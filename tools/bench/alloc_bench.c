@@ -465,6 +465,7 @@ static void print_trace(const struct trace *t, const struct result *res,
 enum { T_SMALL, T_TINY };	/* indexes in main()'s table */
 
 static struct bench harness;
+static bool quick_run;		/* -q: said in each goal's case */
 
 /*
  * One goal: @value (a ratio to @need's mean, or an absolute figure when
@@ -474,8 +475,10 @@ static struct bench harness;
 static void goal(const char *kase, const char *metric, double value,
 		 enum bench_op op, double limit, int need, const bool *use)
 {
-	char why[300];
+	char why[300], k[96];
 
+	snprintf(k, sizeof(k), "%s%s", kase, quick_run ? " (-q)" : "");
+	kase = k;
 	if (need >= 0 && !use[need]) {
 		snprintf(why, sizeof(why), "%s is missing (%s; tools/deps.sh "
 			 "bench installs it)", names[need], peers[need].why);
@@ -620,6 +623,7 @@ int main(int argc, char **argv)
 		       1);
 		execv("/proc/self/exe", argv);
 	}
+	quick_run = quick;
 	if (quick)
 		for (i = 0; i < NT; i++) {
 			traces[i].steps /= 10;
