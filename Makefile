@@ -11,14 +11,16 @@
 #   make check-fuzz-lib  the library's libFuzzer targets, 25 s each (in check)
 #   make fuzz-lib        the same for FUZZ_SECONDS (300) each
 #   make demo            boot a VM, load the module, show what it does
-#   make bench           benchmarks (not part of check)
+#   make bench           every benchmark, then one table of goals (not in check)
+#   make bench-readme    README.md's measured table from the last results
 #   make install         library, headers, pkg-config file, tools, man pages
 #   make uninstall       what make install put there
 #   make modules_install metadef.ko for modprobe (or: make dkms-source)
 #
 # Variables: KDIR (kernel build tree; default: tools/kdir), PREFIX, MANDIR, DESTDIR,
 # CC, CFLAGS, LDFLAGS, BUILD (user-space objects, default build/), FUZZ_CC
-# (clang-14), FUZZ_SECONDS.
+# (clang-14), FUZZ_SECONDS, SHARED (the benches' peers, default ../shared),
+# BENCH_RESULTS (the benches' result files, default build/bench/results).
 
 # The generated protobuf-c reader's rule comes before "all": keep "all" the
 # goal of a plain "make".
@@ -79,6 +81,9 @@ TOOLS		:= $(B)/bin/metadefctl
 TOOLS		+= $(B)/bin/metadef-plan
 # Developer tools: built with the others, not installed.
 DEV_TOOLS	:= $(B)/bin/metadef-models
+# The benches (tools/bench/) share a harness and lib/random.h.
+BENCH_HARNESS	:= tools/bench/harness.c tools/bench/harness.h lib/random.h
+BENCH_CFLAGS	:= $(MD_CFLAGS) -Ilib -Itools/bench
 
 # ---------------------------------------------------------------- selftests
 
@@ -106,7 +111,7 @@ LANG_FLAGS	:= -Wall -Wextra -Werror -pedantic-errors -Iinclude -Iinclude/uapi \
 all: module lib tools selftests
 
 help:
-	@sed -n '3,22p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,24p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	tools/deps.sh all
@@ -322,6 +327,14 @@ $(B)/selftests/lib/caching_test: selftests/lib/caching_test.c tools/bench/cachin
 	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_CFLAGS) -Ilib -Itools/bench -o $@ \
 		$(filter %.c,$^) $(LIB_A) $(LIB_LIBS)
 
+# The bench harness (tools/bench/harness.c) is bench code: its test is
+# built with it; bench_report_test.sh runs tools/bench/report and lib.sh.
+$(B)/selftests/lib/bench_harness_test: selftests/lib/bench_harness_test.c \
+		$(BENCH_HARNESS) $(KSFT_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_CFLAGS) -Itools/bench -o $@ \
+		$(filter %.c,$^) -lm
+
 # The footprint report's smoke test runs models_bench --quick (and it
 # metadef-plan) on the graphs in the source tree and a small ONNX model
 # from metadef-models.
@@ -387,19 +400,48 @@ $(B)/demo/region $(B)/demo/runtime: $(B)/demo/%: tools/demo/%.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(LIB_LIBS)
 
-bench: bench-buddy bench-copy bench-plan bench-exact bench-scale bench-dynamic bench-alloc \
-	bench-models
+# Every bench, one after the other, each continuing after a failed one;
+# each writes its goal rows to $(BENCH_RESULTS)/NAME.tsv through the
+# harness (tools/bench/harness.[ch], tools/bench/lib.sh) and its exit
+# status to $(BENCH_RESULTS)/status. tools/bench/report then prints one
+# table of every goal, peer, ratio and verdict and fails (exit 1) when a
+# goal was missed or not judged or a bench did not run.
+# make bench-readme writes that table into README.md.
+BENCHES		:= buddy copy plan exact scale dynamic alloc models
+BENCH_RESULTS	?= $(B)/bench/results
+export BENCH_RESULTS
+# The peers' binaries and the benchmark files (read-only): beside the
+# repository by default; SHARED=/path for a worktree kept elsewhere.
+SHARED		?= $(abspath $(CURDIR)/../shared)
+export SHARED
+
+bench:
+	@mkdir -p $(BENCH_RESULTS)
+	@rm -f $(BENCH_RESULTS)/*.tsv $(BENCH_RESULTS)/status
+	@for b in $(BENCHES); do \
+		echo "=== make bench-$$b"; \
+		$(MAKE) --no-print-directory bench-$$b; \
+		echo "$$b $$?" >>$(BENCH_RESULTS)/status; \
+	done
+	tools/bench/report $(BENCH_RESULTS)
+
+.PHONY: bench-readme bench-report
+bench-report:
+	tools/bench/report $(BENCH_RESULTS)
+
+bench-readme:
+	tools/bench/report --readme README.md $(BENCH_RESULTS)
 
 # The offset planner against TFLite's greedy-by-size, XLA's best-fit heap
 # and MiniMalloc (../shared/peers) on ../shared/bench, random families and
 # tools/plan/examples; then every shape at 10^5 and 10^6 buffers.
 bench-plan: $(B)/bench/plan_bench
-	$(B)/bench/plan_bench $(CURDIR)/../shared/bench/minimalloc-challenging \
-		tools/plan/examples $(CURDIR)/../shared/peers/minimalloc/bin/minimalloc
+	$(B)/bench/plan_bench $(SHARED)/bench/minimalloc-challenging \
+		tools/plan/examples $(SHARED)/peers/minimalloc/bin/minimalloc
 
-$(B)/bench/plan_bench: tools/bench/plan_bench.c $(LIB_A)
+$(B)/bench/plan_bench: tools/bench/plan_bench.c $(BENCH_HARNESS) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(LIB_LIBS) -lm
+	$(CC) $(CFLAGS) $(LDFLAGS) $(BENCH_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS) -lm
 
 # The exact planner on the MiniMalloc problems at their known capacities
 # (against MiniMalloc's published times) and on random problems.
@@ -409,12 +451,13 @@ EXACT_COUNT	?= 120
 EXACT_LIMIT	?= 10
 bench-exact: $(B)/bench/exact_bench
 	$(B)/bench/exact_bench -n $(EXACT_COUNT) -t $(EXACT_LIMIT) \
-		-m $(CURDIR)/../shared/peers/minimalloc/bin/minimalloc \
-		-d $(CURDIR)/../shared/bench/minimalloc-challenging
+		-m $(SHARED)/peers/minimalloc/bin/minimalloc \
+		-d $(SHARED)/bench/minimalloc-challenging
 
-$(B)/bench/exact_bench: tools/bench/exact_bench.c tools/bench/cutgen.c tools/bench/cutgen.h $(LIB_A)
+$(B)/bench/exact_bench: tools/bench/exact_bench.c tools/bench/cutgen.c tools/bench/cutgen.h \
+		$(BENCH_HARNESS) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS) -lm
+	$(CC) $(CFLAGS) $(LDFLAGS) $(BENCH_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS) -lm
 
 # The planners on compiler-shaped traces of 10^4-10^5 buffers
 # (tools/bench/tracegen) against idealloc and MiniMalloc (../shared/peers),
@@ -425,7 +468,7 @@ bench-scale: $(B)/bench/tracegen $(B)/bin/metadef-plan
 
 $(B)/bench/tracegen: tools/bench/tracegen.c lib/random.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $<
+	$(CC) $(CFLAGS) $(LDFLAGS) $(BENCH_CFLAGS) -o $@ $<
 
 # A fingerprint of the exact planner's answers and searches (node counts
 # included) on a fixed set of problems, with node budgets instead of time
@@ -435,9 +478,10 @@ $(B)/bench/tracegen: tools/bench/tracegen.c lib/random.h
 exact-equiv: $(B)/bench/exact_equiv
 	$(B)/bench/exact_equiv
 
-$(B)/bench/exact_equiv: tools/bench/exact_equiv.c tools/bench/cutgen.c tools/bench/cutgen.h $(LIB_A)
+$(B)/bench/exact_equiv: tools/bench/exact_equiv.c tools/bench/cutgen.c tools/bench/cutgen.h \
+		$(BENCH_HARNESS) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS) -lm
+	$(CC) $(CFLAGS) $(LDFLAGS) $(BENCH_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS) -lm
 
 # The dynamic pool on a detection-like trace of varying input sizes, against
 # a region per tensor and a planned region per request (host backend).
@@ -445,9 +489,9 @@ $(B)/bench/exact_equiv: tools/bench/exact_equiv.c tools/bench/cutgen.c tools/ben
 bench-dynamic: $(B)/bench/dynamic_bench
 	$(B)/bench/dynamic_bench
 
-$(B)/bench/dynamic_bench: tools/bench/dynamic_bench.c $(LIB_A)
+$(B)/bench/dynamic_bench: tools/bench/dynamic_bench.c $(BENCH_HARNESS) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(LIB_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(BENCH_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS) -lm
 
 # The footprint report: per workload, device memory without reuse, under a
 # model of PyTorch's caching allocator (tools/bench/caching.c), metadef's
@@ -469,9 +513,9 @@ bench-models: $(B)/bench/models_bench $(B)/bin/metadef-plan $(B)/bench/dynamic_b
 		--ort tools/bench/ort-peer
 
 $(B)/bench/models_bench: tools/bench/models_bench.c tools/bench/caching.c \
-		tools/bench/caching.h $(LIB_A)
+		tools/bench/caching.h $(BENCH_HARNESS) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -Ilib -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(BENCH_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS) -lm
 
 # The tiered pools' alloc+free latency against glibc malloc, jemalloc and
 # mimalloc (dlopen()ed when installed: tools/deps.sh bench), same traces.
@@ -481,9 +525,9 @@ $(B)/bench/models_bench: tools/bench/models_bench.c tools/bench/caching.c \
 bench-alloc: $(B)/bench/alloc_bench
 	$(B)/bench/alloc_bench
 
-$(B)/bench/alloc_bench: tools/bench/alloc_bench.c $(LIB_A)
+$(B)/bench/alloc_bench: tools/bench/alloc_bench.c $(BENCH_HARNESS) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(MD_CFLAGS) -o $@ $< $(LIB_A) $(LIB_LIBS) -ldl -lm
+	$(CC) $(CFLAGS) $(LDFLAGS) $(BENCH_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS) -ldl -lm
 
 # metadef's buddy allocator against the kernel's drm_buddy, in one VM run.
 bench-buddy:

@@ -94,6 +94,8 @@ FIXTURE_SETUP(bench)
 		SKIP(return, "build/bench/models_bench not built");
 	snprintf(self->dir, sizeof(self->dir), "/tmp/models-bench-test.XXXXXX");
 	ASSERT_NE(NULL, mkdtemp(self->dir));
+	/* Result files (tools/bench/harness.h) go to the test's dir. */
+	ASSERT_EQ(0, setenv("BENCH_RESULTS", self->dir, 1));
 }
 
 FIXTURE_TEARDOWN(bench)
@@ -125,6 +127,8 @@ TEST_F(bench, quick_report)
 		TH_LOG("rc %d: %s", rc, self->out);
 	ASSERT_EQ(0, rc);
 	EXPECT_NE(NULL, strstr(self->out, "quick run: goals shown"));
+	/* A quick run judges nothing and writes no result file. */
+	EXPECT_EQ(NULL, slurp(self->dir, "models.tsv"));
 	EXPECT_EQ(NULL, strstr(self->out, "a bug"));
 	EXPECT_EQ(NULL, strstr(self->out, "not measured"));
 
@@ -162,19 +166,28 @@ TEST_F(bench, quick_report)
 
 TEST_F(bench, missing_models_fail_a_full_run)
 {
-	char args[256];
+	char args[256], *tsv;
 	int rc;
 
 	snprintf(args, sizeof(args), "-t 0.2 -r 1 -m '%s/none' -o '%s'",
 		 self->dir, self->dir);
 	rc = run(args, self->out, sizeof(self->out));
-	EXPECT_EQ(1, rc);
+	/* Nothing missed, nothing judged: exit status 3, not 0. */
+	EXPECT_EQ(3, rc);
 	EXPECT_NE(NULL, strstr(self->out, "not measured"));
 	EXPECT_NE(NULL, strstr(self->out, "NOT JUDGED"));
 	EXPECT_NE(NULL, strstr(self->out, "\n| lstm | - |"));
 	/* The ORT rows too, and their goal: not judged without the model. */
 	EXPECT_NE(NULL, strstr(self->out, "\n| ppocr-v4-det | - |"));
 	EXPECT_NE(NULL, strstr(self->out, "ppocr-v4-det: metadef <= 0.95x ONNX Runtime's best arena (metadef not measured"));
+	/* Every goal a row of the result file, not judged. */
+	tsv = slurp(self->dir, "models.tsv");
+	ASSERT_NE(NULL, tsv);
+	EXPECT_NE(NULL, strstr(tsv, "models\tmixed serving\tshared arena / peer's reserved\t"));
+	EXPECT_NE(NULL, strstr(tsv, "\t-\t<= 0.95\tNOT JUDGED\t"));
+	EXPECT_EQ(NULL, strstr(tsv, "\tmet\t"));
+	EXPECT_EQ(NULL, strstr(tsv, "\tMISSED\t"));
+	free(tsv);
 }
 
 TEST_F(bench, usage)

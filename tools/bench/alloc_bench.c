@@ -9,11 +9,12 @@
  *        runs; --trace: only the named traces, in the order of the table
  *        below; --no-peer: act as if jemalloc or mimalloc were missing)
  *
- * Exit status: 0 when every goal of issue 17 (printed at the end, each
- * a ratio to a peer measured in the same run or an absolute figure) is
- * met; 1 when one is not; 3 when a peer a goal needs (jemalloc, mimalloc:
- * tools/deps.sh bench) is missing, which the goal's line says; 2 usage or
- * setup errors.
+ * Exit status (tools/bench/harness.h): 0 when every goal of issue 17
+ * (printed at the end, each a ratio to a peer measured in the same run or
+ * an absolute figure, and written to build/bench/results/alloc.tsv) is
+ * met; 1 when one is not; 3 when none is missed but a peer a goal needs
+ * (jemalloc, mimalloc: tools/deps.sh bench) is missing: that goal is NOT
+ * JUDGED and its line says why; 2 usage or setup errors.
  *
  * Traces (seeded, identical for every allocator): request sizes drawn
  * log-uniform from a range; a window of live blocks; each step frees the
@@ -61,13 +62,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <x86intrin.h>
 
 #include <metadef/device.h>
 #include <metadef/dynpool.h>
 #include <metadef/pool.h>
+
+#include "harness.h"
+#include "random.h"
 
 #define KiB (1ull << 10)
 #define MiB (1ull << 20)
@@ -115,6 +118,7 @@ struct trace {
 struct result {
 	double mean[16];	/* per round, ns per alloc+free */
 	double mean_med;
+	struct bench_stats rounds;	/* of mean[] */
 	double pct[4];		/* p50, p99, p99.9, max: ns */
 };
 
@@ -123,23 +127,17 @@ static double tick_overhead;	/* ticks */
 
 static double now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
+	return bench_now() * 1e9;
 }
 
 /*
- * The calling thread's CPU time: a pass's mean leaves out the time the
+ * The calling thread's CPU time, ns: a pass's mean leaves out the time the
  * thread waited for a core (the bench machine is shared; a wall clock
  * charged whichever allocator was running when the host got busy).
  */
 static double cpu_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
+	return bench_thread_cpu() * 1e9;
 }
 
 static inline uint64_t tick(void)
@@ -162,10 +160,7 @@ static uint64_t rng;
 
 static uint64_t xs(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return md_xorshift64(&rng);
 }
 
 static void trace_make(struct trace *t)
@@ -348,13 +343,6 @@ static void timed(int a, struct trace *t, union slot *w, struct result *r)
 	free(acyc);
 }
 
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static void run_trace(struct trace *t, struct result *res, bool *use)
 {
 	union slot *w = calloc(t->window, sizeof(*w));
@@ -375,13 +363,11 @@ static void run_trace(struct trace *t, struct result *res, bool *use)
 		}
 	}
 	for (a = 0; a < A_COUNT; a++) {
-		double m[16];
-
 		if (!use[a])
 			continue;
-		memcpy(m, res[a].mean, sizeof(m));
-		qsort(m, t->rounds, sizeof(double), cmp_dbl);
-		res[a].mean_med = m[t->rounds / 2];
+		if (bench_summarize(res[a].mean, t->rounds, &res[a].rounds))
+			die("bench_summarize");
+		res[a].mean_med = res[a].rounds.median;
 		fill(a, t, w);
 		batch(a, t, w, 0, warm);
 		timed(a, t, w, &res[a]);
@@ -444,25 +430,23 @@ static void print_trace(const struct trace *t, const struct result *res,
 {
 	double je = use[A_JE] ? res[A_JE].mean_med : 0;
 	double mi = use[A_MI] ? res[A_MI].mean_med : 0;
-	int a, k;
+	int a;
 
 	printf("\ntrace %s: %s, log-uniform, %d live blocks, %ld alloc+free "
 	       "pairs x %d rounds (mean), %ld timed pairs (percentiles)\n",
 	       t->name, t->range, t->window, t->steps, t->rounds,
 	       t->timed_steps);
-	printf("  %-20s %9s %9s %9s %9s %9s %9s %9s\n", "allocator", "mean ns",
-	       "best rnd", "p50 ns", "p99 ns", "p99.9 ns", "mean/je",
-	       "mean/mi");
+	printf("  %-20s %9s %9s %9s %9s %9s %9s %9s %9s\n", "allocator",
+	       "mean ns", "min rnd", "IQR", "p50 ns", "p99 ns", "p99.9 ns",
+	       "mean/je", "mean/mi");
 	for (a = 0; a < A_COUNT; a++) {
 		const struct result *r = &res[a];
-		double mn = r->mean[0];
 
 		if (!use[a])
 			continue;
-		for (k = 1; k < t->rounds; k++)
-			mn = r->mean[k] < mn ? r->mean[k] : mn;
-		printf("  %-20s %9.1f %9.1f %9.0f %9.0f %9.0f", names[a],
-		       r->mean_med, mn, r->pct[0], r->pct[1], r->pct[2]);
+		printf("  %-20s %9.1f %9.1f %9.1f %9.0f %9.0f %9.0f", names[a],
+		       r->mean_med, r->rounds.min, r->rounds.iqr, r->pct[0],
+		       r->pct[1], r->pct[2]);
 		if (je > 0)
 			printf(" %8.2fx", r->mean_med / je);
 		else
@@ -480,78 +464,67 @@ static void print_trace(const struct trace *t, const struct result *res,
 
 enum { T_SMALL, T_TINY };	/* indexes in main()'s table */
 
-/* What goals() found: 0 all met, else the worst of the codes below. */
-#define GOAL_MISSED	1	/* a goal was measured and not met */
-#define GOAL_NO_PEER	3	/* a peer a goal needs is not installed */
+static struct bench harness;
+static bool quick_run;		/* -q: said in each goal's case */
 
 /*
- * One goal: @what measured @value against @limit (met when below, or at
- * it with @or_equal). @need: the peer the figure is a ratio to, -1: none.
+ * One goal: @value (a ratio to @need's mean, or an absolute figure when
+ * @need is -1) @op @limit. A goal whose peer is missing is NOT JUDGED,
+ * with the reason.
  */
-static int goal(const char *what, double value, double limit, bool or_equal,
-		const char *unit, int need, const bool *use)
+static void goal(const char *kase, const char *metric, double value,
+		 enum bench_op op, double limit, int need, const bool *use)
 {
-	bool met = or_equal ? value <= limit : value < limit;
+	char why[300], k[96];
 
+	snprintf(k, sizeof(k), "%s%s", kase, quick_run ? " (-q)" : "");
+	kase = k;
 	if (need >= 0 && !use[need]) {
-		printf("  %-44s NOT EVALUATED: %s is missing (%s; "
-		       "tools/deps.sh bench installs it)\n", what, names[need],
-		       peers[need].why);
-		return GOAL_NO_PEER;
+		snprintf(why, sizeof(why), "%s is missing (%s; tools/deps.sh "
+			 "bench installs it)", names[need], peers[need].why);
+		bench_not_judged(&harness, "alloc", kase, metric, names[need],
+				 op, limit, why);
+		return;
 	}
-	printf("  %-44s %8.2f%s (goal %s %.2f%s): %s\n", what, value, unit,
-	       or_equal ? "<=" : "<", limit, unit, met ? "met" : "NOT MET");
-	return met ? 0 : GOAL_MISSED;
-}
-
-static int worst(int a, int b)
-{
-	return a > b ? a : b;
+	bench_goal(&harness, "alloc", kase, metric,
+		   need >= 0 ? names[need] : "-", value, op, limit);
 }
 
 /*
  * The goals of issue 17, on the same run's figures. A goal whose trace did
  * not run (--trace) is said to be skipped; one whose peer is missing is
- * not evaluated and fails the run: a goal line is never dropped silently.
+ * not judged and fails the run: a goal line is never dropped silently.
  */
-static int goals(struct result (*res)[A_COUNT], const bool *use,
-		 const bool *ran)
+static void goals(struct result (*res)[A_COUNT], const bool *use,
+		  const bool *ran)
 {
 	const struct result *sm = res[T_SMALL], *ti = res[T_TINY];
 	bool small = !ran || ran[T_SMALL], tiny = !ran || ran[T_TINY];
-	int rc = 0;
 
 	printf("\ngoals (issue 17), means of the same run:\n");
 	if (tiny) {
-		rc = worst(rc, goal("tiny: md pool / jemalloc",
-				    ti[A_MD].mean_med / ti[A_JE].mean_med,
-				    1.0, true, "x", A_JE, use));
-		rc = worst(rc, goal("tiny: md pool / mimalloc",
-				    ti[A_MD].mean_med / ti[A_MI].mean_med,
-				    1.5, true, "x", A_MI, use));
-		rc = worst(rc, goal("tiny: md dynamic pool, ns per pair",
-				    ti[A_DYN].mean_med, 120, true, " ns", -1,
-				    use));
+		goal("tiny 64 B-4 KiB", "md pool mean / peer's",
+		     ti[A_MD].mean_med / ti[A_JE].mean_med, BENCH_LE, 1.0,
+		     A_JE, use);
+		goal("tiny 64 B-4 KiB", "md pool mean / peer's",
+		     ti[A_MD].mean_med / ti[A_MI].mean_med, BENCH_LE, 1.5,
+		     A_MI, use);
+		goal("tiny 64 B-4 KiB", "md dynamic pool, ns per pair",
+		     ti[A_DYN].mean_med, BENCH_LE, 120, -1, use);
 	} else {
 		printf("  tiny: skipped (trace not run)\n");
 	}
 	if (small) {
-		rc = worst(rc, goal("small: md pool / jemalloc",
-				    sm[A_MD].mean_med / sm[A_JE].mean_med,
-				    0.88, true, "x", A_JE, use));
-		rc = worst(rc, goal("small: md pool p99.9, ns per pair",
-				    sm[A_MD].pct[2], 1000, false, " ns", -1,
-				    use));
-		rc = worst(rc, goal("small: md dynamic pool, ns per pair",
-				    sm[A_DYN].mean_med, 120, true, " ns", -1,
-				    use));
+		goal("small 64 B-64 KiB", "md pool mean / peer's",
+		     sm[A_MD].mean_med / sm[A_JE].mean_med, BENCH_LE, 0.88,
+		     A_JE, use);
+		goal("small 64 B-64 KiB", "md pool p99.9, ns per pair",
+		     sm[A_MD].pct[2], BENCH_LT, 1000, -1, use);
+		goal("small 64 B-64 KiB", "md dynamic pool, ns per pair",
+		     sm[A_DYN].mean_med, BENCH_LE, 120, -1, use);
 	} else {
 		printf("  small: skipped (trace not run)\n");
 	}
-	printf("  %s\n", rc == 0 ? "all goals met" :
-	       rc == GOAL_MISSED ? "a goal was not met: exit status 1" :
-	       "a peer is missing: exit status 3");
-	return rc;
 }
 
 static void usage(FILE *f)
@@ -570,7 +543,9 @@ static void usage(FILE *f)
 		"  -h, --help    this text\n"
 		"exit status: 0 every goal met (issue 17, printed at the "
 		"end), 1 a goal not\nmet, 2 usage or setup error, 3 jemalloc "
-		"or mimalloc missing (a goal needs them)\n");
+		"or mimalloc missing (a goal needs them)\n"
+		"results: $BENCH_RESULTS/alloc.tsv (default "
+		"build/bench/results)\n");
 }
 
 int main(int argc, char **argv)
@@ -600,7 +575,7 @@ int main(int argc, char **argv)
 	static struct result res[NT][A_COUNT];
 	bool use[A_COUNT];
 	size_t i;
-	int a, missed;
+	int a;
 
 	for (a = 1; a < argc; a++) {
 		if (!strcmp(argv[a], "-q")) {
@@ -648,6 +623,7 @@ int main(int argc, char **argv)
 		       1);
 		execv("/proc/self/exe", argv);
 	}
+	quick_run = quick;
 	if (quick)
 		for (i = 0; i < NT; i++) {
 			traces[i].steps /= 10;
@@ -672,6 +648,8 @@ int main(int argc, char **argv)
 		use[a] = a == A_MD || a == A_MD_NOTC || a == A_DYN ||
 			 peers[a].ok;
 
+	if (bench_open(&harness, "alloc", NULL))
+		return 2;
 	calibrate();
 	printf("alloc_bench: alloc+free latency, one thread, each allocator on "
 	       "the same traces in the same run\n");
@@ -699,10 +677,10 @@ int main(int argc, char **argv)
 		print_trace(&traces[i], res[i], use);
 	}
 
-	missed = goals(res, use, pick ? want : NULL);
+	goals(res, use, pick ? want : NULL);
 	md_dynpool_destroy(dyn);
 	md_pool_destroy(pools[A_MD]);
 	md_pool_destroy(pools[A_MD_NOTC]);
 	md_device_close(dev);
-	return missed;
+	return bench_exit(&harness);
 }

@@ -33,13 +33,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <metadef/exact.h>
 #include <metadef/metadef.h>
 
 #include "cutgen.h"
+#include "harness.h"
+#include "random.h"
 
 #define CAP		(1ull << 20)
 #define MAX_BUFS	512
@@ -72,10 +73,7 @@ static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 
 static uint64_t rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return md_xorshift64(&rng);
 }
 
 /*
@@ -319,7 +317,7 @@ int main(int argc, char **argv)
 		{ .name = "medium" }, { .name = "packing" },
 	};
 	uint64_t fp = 0xcbf29ce484222325ULL, runs = 0, errors = 0;
-	struct timespec t0, t1;
+	double t0;
 	int c, i;
 
 	while ((c = getopt(argc, argv, "vq")) != -1) {
@@ -335,7 +333,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = bench_now();
 	combos(&sets[0]);
 	print(&sets[0]);
 	small(&sets[1]);
@@ -350,11 +348,8 @@ int main(int argc, char **argv)
 		runs += sets[i].runs;
 		errors += sets[i].errors;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("fingerprint %016" PRIx64 " runs %" PRIu64 " errors %" PRIu64
 	       "\n", fp, runs, errors);
-	fprintf(stderr, "exact_equiv: %.1f s\n",
-		(double)(t1.tv_sec - t0.tv_sec) +
-		(double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+	fprintf(stderr, "exact_equiv: %.1f s\n", bench_now() - t0);
 	return errors ? 1 : 0;
 }

@@ -33,7 +33,9 @@
  * by metadef-plan --svg under the output directory; the table goes to
  * stdout and OUT/report.md.
  *
- * Goals (full run; exit status 1 when one is missed or cannot be judged):
+ * Goals (full run; one row each in build/bench/results/models.tsv,
+ * tools/bench/harness.h; exit status 1 when one is missed, 3 when none is
+ * but one cannot be judged):
  *   - mixed serving: metadef's shared arena >= 37 % below the caching
  *     allocator's reserved memory;
  *   - training: metadef's peak on BERT-large's training graph with
@@ -51,9 +53,11 @@
  *     activations (weights and inputs left out, as ORT's arena leaves
  *     them: the caller feeds them; element-wise chains fused, as ORT's
  *     optimizer fuses them) <= 0.95x ORT's best arena. ORT not run
- *     (no --ort, no root, a failure) is a miss, with the reason.
+ *     (no --ort, no root, a failure) leaves it NOT JUDGED, with the
+ *     reason, and fails the run.
  *
- * --quick runs no ORT peer (it needs the trixie root).
+ * --quick runs no ORT peer (it needs the trixie root) and writes no
+ * result file.
  *
  * usage: models_bench [--quick] [-m MODELS_DIR] [-o OUT_DIR] [-t SECONDS]
  *                     [-r REPEATS] [--plan METADEF_PLAN] [--dynamic BIN]
@@ -65,6 +69,7 @@
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
+#include <math.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -72,7 +77,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <metadef/exact.h>
@@ -83,6 +87,7 @@
 #include <metadef/onnx.h>
 
 #include "caching.h"
+#include "harness.h"
 
 extern char **environ;
 
@@ -264,14 +269,6 @@ struct model {
 static struct model models[MAX_MODELS];
 static size_t nmodels;
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int ends_with(const char *s, const char *suffix)
 {
 	size_t n = strlen(s), k = strlen(suffix);
@@ -409,16 +406,16 @@ static void spec_path(const struct spec *s, char *out, size_t len)
 static int import_and_plan(struct model *m, double *secs)
 {
 	struct md_graph *g = NULL;
-	double t0 = now(), t1;
+	double t0 = bench_now(), t1;
 	int err;
 
 	err = import(m->path, m->opts, &g, &m->weights, m->why,
 		     sizeof(m->why));
 	if (err)
 		return err;
-	t1 = now();
+	t1 = bench_now();
 	err = md_graph_plan(g, NULL, &m->gp);
-	*secs = now() - t0;
+	*secs = bench_now() - t0;
 	m->load_s = t1 - t0;
 	m->plan_s = *secs - m->load_s;
 	if (err) {
@@ -902,13 +899,7 @@ static int draw(const struct row *r)
 
 static char *size_str(uint64_t v, char *buf, size_t len)
 {
-	if (v >= (100ull << 20))
-		snprintf(buf, len, "%.0f MiB", (double)v / (1 << 20));
-	else if (v >= (1ull << 20))
-		snprintf(buf, len, "%.1f MiB", (double)v / (1 << 20));
-	else
-		snprintf(buf, len, "%.1f KiB", (double)v / 1024);
-	return buf;
+	return bench_bytes(v, buf, len);
 }
 
 static double ratio(uint64_t a, uint64_t b)
@@ -1058,17 +1049,11 @@ static void ort_table(const struct row *rows, size_t n)
 		    runs);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 static double median(double *v, int n)
 {
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	struct bench_stats s;
+
+	return bench_summarize(v, n, &s) ? 0 : s.median;
 }
 
 /*
@@ -1093,9 +1078,9 @@ static int time_validate(const struct row *r, double *t_plan,
 		err = import_and_plan(&m, &tp[i]);
 		if (err)
 			break;
-		t0 = now();
+		t0 = bench_now();
 		err = md_plan_validate(&m.gp.problem, m.gp.plan.offsets, &c);
-		tv[i] = now() - t0;
+		tv[i] = bench_now() - t0;
 		release(&m);
 	}
 	if (!err) {
@@ -1108,8 +1093,9 @@ static int time_validate(const struct row *r, double *t_plan,
 }
 
 /*
- * dynamic_bench's verdict ("goal: ... met|MISSED ..."). Return: its
- * exit status (0 met), or -1 if it did not run.
+ * dynamic_bench's verdicts (its "goal ..." lines, joined). It runs with
+ * BENCH_RESULTS=-: its own result file is make bench-dynamic's. Return:
+ * its exit status (0 met), or -1 if it did not run.
  */
 static int run_dynamic(char *line, size_t len)
 {
@@ -1117,36 +1103,51 @@ static int run_dynamic(char *line, size_t len)
 	FILE *p;
 	int st;
 
+	size_t used = 0;
+
 	snprintf(line, len, "(not run)");
-	snprintf(cmd, sizeof(cmd), "'%s'", cfg.dynamic_bin);
+	snprintf(cmd, sizeof(cmd), "BENCH_RESULTS=- '%s'", cfg.dynamic_bin);
 	p = popen(cmd, "r");
 	if (!p)
 		return -1;
-	while (fgets(buf, sizeof(buf), p))
-		if (!strncmp(buf, "goal: ", 6))
-			snprintf(line, len, "%.*s", (int)strcspn(buf + 6, "\n"),
-				 buf + 6);
+	while (fgets(buf, sizeof(buf), p)) {
+		if (strncmp(buf, "goal ", 5) || used + 3 >= len)
+			continue;
+		used += snprintf(line + used, len - used, "%s%.*s",
+				 used ? "; " : "",
+				 (int)strcspn(buf + 5, "\n"), buf + 5);
+		if (used >= len)
+			used = len - 1;
+	}
 	st = pclose(p);
 	return st == -1 || !WIFEXITED(st) ? -1 : WEXITSTATUS(st);
 }
 
-enum verdict { V_MET, V_MISSED, V_UNJUDGED };
+static struct bench harness;
 
-static const char *const verdict_name[] = { "met", "MISSED", "NOT JUDGED" };
-
-static int missed, unjudged;
-
-static void goal(enum verdict v, const char *fmt, ...)
+/*
+ * One goal: @value @op @lim against @peer, judged by the harness (a NaN
+ * @value: not judged); the report gets the bullet @fmt says, with the
+ * verdict.
+ */
+static void goal(const char *kase, const char *metric, const char *peer,
+		 double value, enum bench_op op, double lim,
+		 const char *fmt, ...)
 {
+	enum bench_verdict v;
 	char buf[2048];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	out("- %s: **%s**\n", buf, verdict_name[v]);
-	missed += v == V_MISSED;
-	unjudged += v == V_UNJUDGED;
+	if (isnan(value))
+		v = bench_not_judged(&harness, "models", kase, metric, peer,
+				     op, lim, buf);
+	else
+		v = bench_goal(&harness, "models", kase, metric, peer, value,
+			       op, lim);
+	out("- %s: **%s**\n", buf, bench_verdict_name(v));
 }
 
 static const struct row *find_role(const struct row *rows, size_t n,
@@ -1164,6 +1165,9 @@ static const struct row *find_role(const struct row *rows, size_t n,
  * Per row with an ORT peer: metadef's heuristic plan of the activations
  * <= 0.95x ORT's best arena. ORT not run at all is a miss, with why.
  */
+#define ORT_PEER	"ONNX Runtime 1.21 arena"
+#define ORT_METRIC	"heuristic plan of activations / peer's"
+
 static void ort_goals(const struct row *rows, size_t n)
 {
 	char a[32], b[32];
@@ -1179,17 +1183,20 @@ static void ort_goals(const struct row *rows, size_t n)
 		if (!ort_args(r->w))
 			continue;
 		if (r->err || !o->cmp || o->cmp->err) {
-			goal(V_UNJUDGED, "%s: metadef <= %.2fx ONNX Runtime's best arena (metadef not measured: %s)",
+			goal(r->w->name, ORT_METRIC, ORT_PEER, NAN, BENCH_LE,
+			     ORT_GOAL, "%s: metadef <= %.2fx ONNX Runtime's best arena (metadef not measured: %s)",
 			     r->w->name, ORT_GOAL, r->err ? r->why : o->why);
 			continue;
 		}
 		h = o->cmp->gp.plan.peak;
 		if (!o->best) {
-			goal(V_MISSED, "%s: metadef <= %.2fx ONNX Runtime's best arena: ORT not run (optimizations on: %s; off: %s)",
+			goal(r->w->name, ORT_METRIC, ORT_PEER, NAN, BENCH_LE,
+			     ORT_GOAL, "%s: metadef <= %.2fx ONNX Runtime's best arena: ORT not run (optimizations on: %s; off: %s)",
 			     r->w->name, ORT_GOAL, o->r[0].why, o->r[1].why);
 			continue;
 		}
-		goal(ratio(h, o->best) <= ORT_GOAL ? V_MET : V_MISSED,
+		goal(r->w->name, ORT_METRIC, ORT_PEER, ratio(h, o->best),
+		     BENCH_LE, ORT_GOAL,
 		     "%s: metadef's heuristic plan of the activations %s vs ONNX Runtime's best arena %s (optimizations %s): %.4fx (goal <= %.2fx)",
 		     r->w->name, size_fine(h, a, sizeof(a)),
 		     size_fine(o->best, b, sizeof(b)),
@@ -1210,6 +1217,11 @@ static const char *reuse_alone(const struct row *tr, const struct row *tb,
 	return buf;
 }
 
+#define CACHE_PEER	"caching allocator model (PyTorch's)"
+#define VAL_METRIC	"validate time / import-and-plan time"
+#define DYN_PEER	"naive regions (dynamic_bench)"
+#define DYN_METRIC	"dynamic_bench's exit status"
+
 static void goals(const struct row *rows, size_t n)
 {
 	const struct row *mx = find_role(rows, n, R_MIXED);
@@ -1224,11 +1236,14 @@ static void goals(const struct row *rows, size_t n)
 
 	out("\n### Goals\n\n");
 	if (!mx || mx->err)
-		goal(V_UNJUDGED, "mixed serving >= %.0f %% below the caching allocator (%s)",
+		goal("mixed serving", "shared arena / peer's reserved",
+		     CACHE_PEER, NAN, BENCH_LE, 1 - MIXED_GOAL,
+		     "mixed serving >= %.0f %% below the caching allocator (%s)",
 		     MIXED_GOAL * 100, mx ? mx->why : "no such workload");
 	else
-		goal(1 - ratio(mx->exact, mx->cache_reserved) >= MIXED_GOAL ?
-		     V_MET : V_MISSED,
+		goal("mixed serving", "shared arena / peer's reserved",
+		     CACHE_PEER, ratio(mx->exact, mx->cache_reserved),
+		     BENCH_LE, 1 - MIXED_GOAL,
 		     "mixed serving (%s): metadef's shared arena %s vs the caching allocator's reserved %s after serving both (the smaller of the two orders: %s, %s): %.1f %% less (goal >= %.0f %%)%s%s%s",
 		     mx->w->name, size_str(mx->exact, a, sizeof(a)),
 		     size_str(mx->cache_reserved, b, sizeof(b)),
@@ -1239,11 +1254,15 @@ static void goals(const struct row *rows, size_t n)
 		     mx->weights ? size_str(mx->weights, c, sizeof(c)) : "",
 		     mx->weights ? ", not counted" : "");
 	if (!tb || !tg || tb->err || tg->err)
-		goal(V_UNJUDGED, "training with gradient-buffer reuse and recomputation <= 9/16 of the caching allocator on the plain training graph (%s)",
+		goal("training, gradient-buffer reuse + recomputation",
+		     "exact plan / peer's reserved (plain graph)", CACHE_PEER,
+		     NAN, BENCH_LE, TRAIN_GOAL,
+		     "training with gradient-buffer reuse and recomputation <= 9/16 of the caching allocator on the plain training graph (%s)",
 		     !tb || !tg ? "no such workload" : tb->err ? tb->why : tg->why);
 	else
-		goal(ratio(tg->exact, tb->cache_reserved) <= TRAIN_GOAL ?
-		     V_MET : V_MISSED,
+		goal("training, gradient-buffer reuse + recomputation",
+		     "exact plan / peer's reserved (plain graph)", CACHE_PEER,
+		     ratio(tg->exact, tb->cache_reserved), BENCH_LE, TRAIN_GOAL,
 		     "training: metadef's exact plan of %s (gradient-buffer reuse + activation recomputation) %s vs the caching allocator's reserved peak on %s (no reuse, no recomputation: the framework default) %s: %.4f (goal <= 9/16 = 0.5625). Beside it, the caching allocator on the same %s graph reserves %s, %.4f of that baseline, and metadef's plan is %.4f of that: the first is what the graph's transformations (reuse, recomputation) give under the framework's allocator, the second what metadef's planning adds%s%s%s%s",
 		     tg->w->name, size_str(tg->exact, a, sizeof(a)),
 		     tb->w->name, size_str(tb->cache_reserved, b, sizeof(b)),
@@ -1269,26 +1288,31 @@ static void goals(const struct row *rows, size_t n)
 		if (q > hworst)
 			hworst = q;
 	}
-	goal(bad ? V_MISSED : ok < n ? V_UNJUDGED : V_MET,
+	goal("every workload", "worst exact plan / lower bound", "-",
+	     !bad && ok < n ? NAN : worst, BENCH_LE, BOUND_GOAL,
 	     "every metadef plan (exact column) within 1 %% of the lower bound: %zu of %zu measured rows within, worst %.4f (the heuristic alone: %zu within, worst %.4f)",
 	     ok - bad, ok, worst, ok - hbad, hworst);
 	if (!vr || vr->err) {
-		goal(V_UNJUDGED, "conflict detection <= %.1f %% of import-and-plan time (%s)",
+		goal("conflict detection", VAL_METRIC, "-", NAN, BENCH_LE,
+		     VALIDATE_GOAL, "conflict detection <= %.1f %% of import-and-plan time (%s)",
 		     VALIDATE_GOAL * 100, vr ? vr->why : "no such workload");
 	} else if (time_validate(vr, &tp, &tv)) {
-		goal(V_UNJUDGED, "conflict detection: re-import of %s failed",
+		goal("conflict detection", VAL_METRIC, "-", NAN, BENCH_LE,
+		     VALIDATE_GOAL, "conflict detection: re-import of %s failed",
 		     vr->w->name);
 	} else {
-		goal(tv / tp <= VALIDATE_GOAL ? V_MET : V_MISSED,
-		     "conflict detection on %s: md_plan_validate() %.3f ms vs import-and-plan %.3f ms, medians of %d: %.2f %% (goal <= %.1f %%)",
+		goal("conflict detection", VAL_METRIC, "-", tv / tp, BENCH_LE,
+		     VALIDATE_GOAL, "conflict detection on %s: md_plan_validate() %.3f ms vs import-and-plan %.3f ms, medians of %d: %.2f %% (goal <= %.1f %%)",
 		     vr->w->name, tv * 1e3, tp * 1e3, cfg.repeats,
 		     100 * tv / tp, VALIDATE_GOAL * 100);
 	}
 	if (!cfg.dynamic_bin) {
-		goal(V_UNJUDGED, "dynamic shapes: >= 85 %% fewer re-allocations (see make bench-dynamic)");
+		goal("dynamic shapes", DYN_METRIC, DYN_PEER, NAN, BENCH_LE, 0,
+		     "dynamic shapes: >= 85 %% fewer re-allocations (see make bench-dynamic)");
 	} else {
 		st = run_dynamic(dyn, sizeof(dyn));
-		goal(st < 0 ? V_UNJUDGED : st ? V_MISSED : V_MET,
+		goal("dynamic shapes", DYN_METRIC, DYN_PEER,
+		     st < 0 ? NAN : st, BENCH_LE, 0,
 		     "dynamic shapes, from `make bench-dynamic`: %s", dyn);
 	}
 	ort_goals(rows, n);
@@ -1380,9 +1404,12 @@ int main(int argc, char **argv)
 			strerror(errno));
 		return 1;
 	}
+	/* A quick run judges nothing: no result file. */
+	if (bench_open(&harness, "models", cfg.quick ? "-" : NULL))
+		return 2;
 	rows = calloc(nw, sizeof(*rows));
 	if (!rows)
-		return 1;
+		return 2;
 	for (i = 0; i < nw; i++) {
 		fprintf(stderr, "models_bench: %s ...\n", wl[i].name);
 		measure(&wl[i], &rows[i]);
@@ -1424,14 +1451,12 @@ int main(int argc, char **argv)
 	if (broken) {
 		printf("models_bench: %d workload(s) with inconsistent figures\n",
 		       broken);
+		bench_exit(&harness);
 		return 1;
 	}
 	if (cfg.quick) {
 		printf("models_bench: quick run: goals shown, not judged\n");
 		return 0;
 	}
-	if (missed || unjudged)
-		printf("models_bench: %d goal(s) MISSED, %d not judged\n",
-		       missed, unjudged);
-	return missed || unjudged;
+	return bench_exit(&harness);
 }

@@ -22,10 +22,13 @@
  * graphs in tools/plan/examples. Then the scale table: every shape at 10^5
  * and 10^6 buffers, planned with default options, CPU time of the solve.
  *
- * Goals (exit status 1 when one is missed):
- *   - metadef's peak <= tflite's and <= xla's on every problem;
+ * Goals (one row each in build/bench/results/plan.tsv, harness.h; exit
+ * status 1 when one is missed, 3 when none is but one was not judged):
+ *   - metadef's peak <= tflite's and <= xla's on every problem (the
+ *     number of problems where it is worse: 0);
  *   - geometric mean of metadef / minimalloc over the problems where
- *     MiniMalloc found a plan <= 1.15;
+ *     MiniMalloc found a plan <= 1.15 (not judged without MiniMalloc or
+ *     when it found no plan);
  *   - every shape at 10^5 buffers in < 1 s, at 10^6 in < 10 s.
  *
  * usage: plan_bench [-q] [BENCH_DIR [EXAMPLES_DIR [MINIMALLOC]]]
@@ -40,41 +43,26 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <metadef/graph.h>
 #include <metadef/metadef.h>
 #include <metadef/plan.h>
 
+#include "harness.h"
+#include "random.h"
+
 #define MM_TIMEOUT "30s"	/* per MiniMalloc run */
 #define QUALITY_GOAL 1.15	/* geomean metadef / MiniMalloc */
-
-static double wall(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double cpu(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static uint64_t rng;
 
 static uint64_t rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return md_xorshift64(&rng);
 }
+
+static struct bench harness;
 
 static uint64_t round_up(uint64_t v, uint64_t a)
 {
@@ -217,7 +205,7 @@ static uint64_t minimalloc(const char *bin, const struct md_problem *p,
 	free(r.bufs);
 	snprintf(out, sizeof(out), "%s.out", in);
 	for (pass = 0; pass < 2 && !peak; pass++) {
-		double t0 = wall();
+		double t0 = bench_now();
 		char line[256];
 		int st;
 
@@ -227,7 +215,7 @@ static uint64_t minimalloc(const char *bin, const struct md_problem *p,
 			 bin, pass ? cap : lb, pass ? "--minimize_capacity" : "",
 			 MM_TIMEOUT, in, out);
 		st = system(cmd);
-		*secs += wall() - t0;
+		*secs += bench_now() - t0;
 		if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st))
 			continue;
 		f = fopen(out, "r");
@@ -278,22 +266,22 @@ static int compare(const char *name, const struct md_problem *p,
 
 	if (!off)
 		return 1;
-	c0 = cpu();
+	c0 = bench_cpu();
 	ret = md_plan_solve(p, NULL, &plan);
-	tm = cpu() - c0;
+	tm = bench_cpu() - c0;
 	if (ret) {
 		fprintf(stderr, "plan_bench: %s: %s\n", name, strerror(-ret));
 		free(off);
 		return 1;
 	}
 	lb = plan.lower_bound;
-	c0 = cpu();
+	c0 = bench_cpu();
 	tf = peer_plan(p, 0, off);
-	ttf = cpu() - c0;
+	ttf = bench_cpu() - c0;
 	ret = md_plan_validate(p, off, NULL);
-	c0 = cpu();
+	c0 = bench_cpu();
 	xl = peer_plan(p, 1, off);
-	txl = cpu() - c0;
+	txl = bench_cpu() - c0;
 	ret |= md_plan_validate(p, off, NULL);
 	if (ret) {
 		fprintf(stderr, "plan_bench: %s: a peer's plan is invalid\n",
@@ -498,14 +486,14 @@ static double time_shape(enum shape s, size_t n, double *ratio,
 
 		if (!text || md_graph_new(&g))
 			return -1;
-		c0 = cpu();
+		c0 = bench_cpu();
 		ret = md_graph_parse(g, text, len, &err);
-		*parse = cpu() - c0;
+		*parse = bench_cpu() - c0;
 		free(text);
-		c0 = cpu();
+		c0 = bench_cpu();
 		if (!ret)
 			ret = md_graph_plan(g, NULL, &gp);
-		t = cpu() - c0;
+		t = bench_cpu() - c0;
 		md_graph_free(g);
 		if (ret)
 			return -1;
@@ -516,9 +504,9 @@ static double time_shape(enum shape s, size_t n, double *ratio,
 	}
 	if (shape_problem(s, n, &p))
 		return -1;
-	c0 = cpu();
+	c0 = bench_cpu();
 	ret = md_plan_solve(&p, NULL, &plan);
-	t = cpu() - c0;
+	t = bench_cpu() - c0;
 	md_problem_free(&p);
 	if (ret)
 		return -1;
@@ -528,12 +516,14 @@ static double time_shape(enum shape s, size_t n, double *ratio,
 	return t;
 }
 
-static int scale_table(int quick)
+static void scale_table(int quick)
 {
 	static const size_t sizes[] = { 100000, 1000000 };
 	static const double goal[] = { 1.0, 10.0 };
-	int missed = 0, i;
+	static const char *const size_name[] = { "10^5", "10^6" };
+	char kase[64];
 	size_t k;
+	int i;
 
 	printf("\nscale: md_plan_solve() with default options, CPU seconds (goal: 10^5 < 1 s, 10^6 < 10 s)\n\n");
 	printf("%-22s %8s %9s %9s %10s  %s\n", "shape", "buffers", "seconds",
@@ -543,23 +533,32 @@ static int scale_table(int quick)
 			const char *winner = "?";
 			double r = 0, parse, t;
 
-			if (quick && k)
+			snprintf(kase, sizeof(kase), "scale: %s, %s buffers",
+				 shape_name[i], size_name[k]);
+			if (quick && k) {
+				bench_not_judged(&harness, "plan", kase,
+						 "CPU seconds", "-", BENCH_LT,
+						 goal[k], "not run (-q)");
 				continue;
+			}
 			t = time_shape(i, sizes[k], &r, &parse, &winner);
 			if (t < 0) {
 				printf("%-22s %8zu  error\n", shape_name[i],
 				       sizes[k]);
-				missed++;
+				/* Metadef failed to plan: a miss. */
+				bench_goal(&harness, "plan", kase,
+					   "CPU seconds", "-", INFINITY,
+					   BENCH_LT, goal[k]);
 				continue;
 			}
 			printf("%-22s %8zu %9.3f %9.3f %10.4f  %s%s\n",
 			       shape_name[i], sizes[k], t, parse, r, winner,
 			       t < goal[k] ? "" : "  << goal missed");
-			missed += t >= goal[k];
 			fflush(stdout);
+			bench_goal(&harness, "plan", kase, "CPU seconds", "-",
+				   t, BENCH_LT, goal[k]);
 		}
 	}
-	return missed;
 }
 
 /* ------------------------------------------------------------ main */
@@ -586,10 +585,12 @@ int main(int argc, char **argv)
 	if (argc > arg + 2)
 		mm = argv[arg + 2];
 	if (access(mm, X_OK)) {
-		printf("(MiniMalloc not found at %s: its column is left out)\n",
-		       mm);
+		printf("(MiniMalloc not found at %s: its column is left out, "
+		       "its goal not judged)\n", mm);
 		mm = NULL;
 	}
+	if (bench_open(&harness, "plan", NULL))
+		return 2;
 	mallopt(M_MMAP_THRESHOLD, 1 << 30);
 	mallopt(M_TRIM_THRESHOLD, 1 << 30);
 
@@ -653,15 +654,35 @@ int main(int argc, char **argv)
 	if (mm)
 		printf("MiniMalloc found a plan for %d; geometric mean metadef / MiniMalloc %.3f (goal <= %.2f)\n",
 		       t.mm_found, gm, QUALITY_GOAL);
-	if (t.lost_tflite || t.lost_xla || (t.mm_found && gm > QUALITY_GOAL)) {
-		printf("quality goal MISSED\n");
-		fail = 1;
+	if (fail)
+		printf("plan_bench: a problem could not be loaded or planned "
+		       "(above): the quality goals are not judged\n");
+	snprintf(name, sizeof(name), "quality: %d problems", t.problems);
+	if (fail) {
+		bench_not_judged(&harness, "plan", name, "problems worse than peer",
+				 "TFLite greedy by size", BENCH_LE, 0,
+				 "a problem failed");
+		bench_not_judged(&harness, "plan", name, "problems worse than peer",
+				 "XLA best-fit heap", BENCH_LE, 0,
+				 "a problem failed");
+	} else {
+		bench_goal(&harness, "plan", name, "problems worse than peer",
+			   "TFLite greedy by size", t.lost_tflite, BENCH_LE, 0);
+		bench_goal(&harness, "plan", name, "problems worse than peer",
+			   "XLA best-fit heap", t.lost_xla, BENCH_LE, 0);
 	}
-	k = scale_table(quick);
-	if (k) {
-		printf("\nscale goal MISSED in %zu row(s)\n", k);
-		fail = 1;
-	}
-	printf("\nplan_bench: %s\n", fail ? "goal(s) missed" : "all goals met");
-	return fail;
+	if (!mm)
+		bench_not_judged(&harness, "plan", name,
+				 "geomean peak / peer's", "MiniMalloc",
+				 BENCH_LE, QUALITY_GOAL, "MiniMalloc not found");
+	else if (!t.mm_found)
+		bench_not_judged(&harness, "plan", name,
+				 "geomean peak / peer's", "MiniMalloc",
+				 BENCH_LE, QUALITY_GOAL,
+				 "MiniMalloc found no plan");
+	else
+		bench_goal(&harness, "plan", name, "geomean peak / peer's",
+			   "MiniMalloc", gm, BENCH_LE, QUALITY_GOAL);
+	scale_table(quick);
+	return bench_exit(&harness);
 }

@@ -43,7 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/random.h"
+#include "random.h"
 
 struct tensor {
 	uint64_t size;
