@@ -79,8 +79,8 @@ violate(struct md_pool *pool, enum md_pool_violation_kind kind,
 	atomic_fetch_add_explicit(&pool->violation[kind], 1,
 				  memory_order_relaxed);
 	if (b) {
-		v.tag = RLD(b->tag);
-		v.site = RLD(b->site);
+		v.tag = RLD(blk_tags(b)->tag);
+		v.site = RLD(blk_tags(b)->site);
 	}
 	if (pool->handler)
 		pool->handler(&v, pool->handler_arg);
@@ -114,8 +114,16 @@ static INLINE int hand_out(struct md_pool *pool, struct md_pool_block *b,
 	/* A snapshot that reads these must see the last free's transition. */
 	atomic_thread_fence(memory_order_release);
 	RST(b->requested, req);
-	RST(b->tag, opts ? opts->tag : NULL);
-	RST(b->site, opts ? opts->site : NULL);
+	/* Tags out of the line, written only when either changes. */
+	if (unlikely(opts || b->tagged)) {
+		const char *tag = opts ? opts->tag : NULL;
+		const char *site = opts ? opts->site : NULL;
+		struct blk_tags *t = blk_tags(b);
+
+		RST(t->tag, tag);
+		RST(t->site, site);
+		b->tagged = tag || site;
+	}
 	nw = w ? w_reuse(w) : w_pack(MD_BLOCK_ALLOCATED, 0, 0);
 	if (unlikely(!nw))
 		return violate(pool, MD_POOL_BAD_TRANSITION, MD_REUSE_REUSE,
@@ -368,13 +376,19 @@ static struct slab *slab_host_new(struct md_pool *pool, struct slab_class *sc)
 	if (!s)
 		return NULL;
 	s->stack = malloc(sizeof(*s->stack) * sc->nslots);
-	s->blocks = calloc(sc->nslots, sizeof(*s->blocks));
-	if (!s->stack || !s->blocks) {
+	/* One descriptor per cache line. */
+	if (posix_memalign((void **)&s->blocks, 64,
+			   sc->nslots * sizeof(*s->blocks)))
+		s->blocks = NULL;
+	s->tags = calloc(sc->nslots, sizeof(*s->tags));
+	if (!s->stack || !s->blocks || !s->tags) {
 		free(s->stack);
 		free(s->blocks);
+		free(s->tags);
 		free(s);
 		return NULL;
 	}
+	memset(s->blocks, 0, sc->nslots * sizeof(*s->blocks));
 	s->sc = sc;
 	s->nfree = sc->nslots;
 	for (i = 0; i < sc->nslots; i++) {
@@ -996,6 +1010,7 @@ static void slab_host_free(struct slab *s)
 {
 	free(s->stack);
 	free(s->blocks);
+	free(s->tags);
 	free(s);
 }
 

@@ -78,12 +78,17 @@ uint64_t mbuddy_largest(const struct mbuddy *b);
 /* ------------------------------------------------------------ blocks */
 
 /*
- * The host-side descriptor of one block. The word is 0 until the
- * descriptor's first life (never handed out). dev_va, cpu and size change
- * only while the block is RECYCLED and off every free list (under its
- * tier's lock); requested, tag and site are written before the transition
- * to ALLOCATED that publishes them, and read by snapshots seqlock-style
- * (word, fields, word again). pool, cls and tier never change.
+ * The host-side descriptor of one block: what md_alloc() and md_free()
+ * touch, in one 64-byte cache line (slab descriptors sit in arrays aligned
+ * to 64 bytes). The word is 0 until the descriptor's first life (never
+ * handed out). dev_va, cpu and size change only while the block is
+ * RECYCLED and off every free list (under its tier's lock); requested and
+ * the tags (struct blk_tags, out of the line: see blk_tags()) are written
+ * before the transition to ALLOCATED that publishes them, and read by
+ * snapshots seqlock-style (word, fields, word again). pool, cls and tier
+ * never change; @tagged is read and written only by the thread handing
+ * the block out: 0 means both tags are NULL, so a hand-out without tags
+ * need not write them again.
  */
 struct md_pool_block {
 	struct md_block_sync sync;
@@ -91,12 +96,20 @@ struct md_pool_block {
 	char *cpu;
 	uint64_t size;
 	_Atomic uint64_t requested;
+	struct md_pool *pool;
+	void *owner;		/* struct slab, struct bregion or NULL */
+	uint32_t cls;		/* slab size class */
+	uint8_t tier;
+	uint8_t tagged;
+};
+
+_Static_assert(sizeof(struct md_pool_block) == 64,
+	       "a descriptor is one cache line");
+
+/* A block's owner tag and allocation site (md_alloc_opts). */
+struct blk_tags {
 	_Atomic(const char *) tag;
 	_Atomic(const char *) site;
-	void *owner;		/* struct slab, struct bregion or NULL */
-	struct md_pool *pool;
-	uint32_t cls;		/* slab size class */
-	uint32_t tier;
 };
 
 /* One live block as snapshots and the cleaner see it. */
@@ -105,35 +118,6 @@ struct blk_rec {
 	const char *tag, *site;
 	uint32_t tier, state, holders, generation;
 };
-
-/*
- * Read @b consistently (the caller holds its tier's lock, so dev_va and
- * size are stable). Return: false if it is not live (never used or
- * RECYCLED) or was recycled while being read.
- */
-static inline bool blk_read(const struct md_pool_block *b, struct blk_rec *r)
-{
-	uint64_t w = atomic_load_explicit(w_word(&b->sync),
-					  memory_order_acquire);
-	uint64_t w2;
-
-	if (!w || w_state(w) == MD_BLOCK_RECYCLED)
-		return false;
-	r->requested = RLD(((struct md_pool_block *)b)->requested);
-	r->tag = RLD(((struct md_pool_block *)b)->tag);
-	r->site = RLD(((struct md_pool_block *)b)->site);
-	atomic_thread_fence(memory_order_acquire);
-	w2 = atomic_load_explicit(w_word(&b->sync), memory_order_relaxed);
-	if (w_gen(w2) != w_gen(w) || w_state(w2) == MD_BLOCK_RECYCLED)
-		return false;
-	r->dev_va = b->dev_va;
-	r->size = b->size;
-	r->tier = b->tier;
-	r->state = w_state(w2);
-	r->holders = w_holders(w2);
-	r->generation = w_gen(w2);
-	return true;
-}
 
 typedef int (*blk_fn)(void *arg, const struct blk_rec *r);
 
@@ -163,7 +147,8 @@ struct slab {
 	struct slab *pnext, *pprev;	/* partial list; pnext: spare list */
 	bool partial;
 	uint32_t *stack;	/* free slot indices (central) */
-	struct md_pool_block *blocks;
+	struct md_pool_block *blocks;	/* aligned to 64 bytes */
+	struct blk_tags *tags;		/* by slot */
 };
 
 struct slab_class {
@@ -182,7 +167,8 @@ struct slab_class {
 
 /* A descriptor of the buddy or large tier, with its place. */
 struct xblock {
-	struct md_pool_block b;
+	struct md_pool_block b;		/* first: blk_tags() casts */
+	struct blk_tags tags;
 	struct xblock *next, *prev;	/* live, cached or spare list */
 	uint64_t off, units;		/* buddy: in the region, in granules */
 	struct md_region r;		/* large: its region */
@@ -202,6 +188,46 @@ struct xtier {
 	struct xblock *spare;	/* descriptors without memory */
 	struct bregion *regions;	/* buddy */
 };
+
+/* @b's tags: a slab's array by slot, or the buddy or large descriptor's. */
+static inline struct blk_tags *blk_tags(const struct md_pool_block *b)
+{
+	if (b->tier == MD_TIER_SLAB) {
+		struct slab *s = b->owner;
+
+		return &s->tags[b - s->blocks];
+	}
+	return &((struct xblock *)b)->tags;
+}
+
+/*
+ * Read @b consistently (the caller holds its tier's lock, so dev_va and
+ * size are stable). Return: false if it is not live (never used or
+ * RECYCLED) or was recycled while being read.
+ */
+static inline bool blk_read(const struct md_pool_block *b, struct blk_rec *r)
+{
+	uint64_t w = atomic_load_explicit(w_word(&b->sync),
+					  memory_order_acquire);
+	uint64_t w2;
+
+	if (!w || w_state(w) == MD_BLOCK_RECYCLED)
+		return false;
+	r->requested = RLD(((struct md_pool_block *)b)->requested);
+	r->tag = RLD(blk_tags(b)->tag);
+	r->site = RLD(blk_tags(b)->site);
+	atomic_thread_fence(memory_order_acquire);
+	w2 = atomic_load_explicit(w_word(&b->sync), memory_order_relaxed);
+	if (w_gen(w2) != w_gen(w) || w_state(w2) == MD_BLOCK_RECYCLED)
+		return false;
+	r->dev_va = b->dev_va;
+	r->size = b->size;
+	r->tier = b->tier;
+	r->state = w_state(w2);
+	r->holders = w_holders(w2);
+	r->generation = w_gen(w2);
+	return true;
+}
 
 /* ------------------------------------------------------------ stats */
 
