@@ -233,16 +233,34 @@ static inline bool blk_read(const struct md_pool_block *b, struct blk_rec *r)
 
 /*
  * Counters one thread writes (relaxed atomics: md_pool_stats() reads them
- * from other threads). pend_* are the slab tier's bytes and blocks since
- * the thread last published them to the pool's current/peak figures, with
+ * from other threads). The slab tier's bytes and blocks since the thread
+ * last published them to the pool's current/peak figures (cell_pend_b(),
+ * cell_pend_c()) are not counted apart: they are the live figures less
+ * base_b and base_c, what was live at the last publication. pmax_* are
  * their running maximum: peaks come out exact when one thread allocates.
  */
 struct tc_cell {
 	_Atomic uint64_t nalloc[MD_TIER_COUNT], nfree[MD_TIER_COUNT];
 	_Atomic uint64_t balloc[MD_TIER_COUNT], bfree[MD_TIER_COUNT];
 	_Atomic uint64_t ralloc[MD_TIER_COUNT], rfree[MD_TIER_COUNT];
-	_Atomic int64_t pend_b, pmax_b, pend_c, pmax_c;
+	_Atomic int64_t base_b, base_c, pmax_b, pmax_c;
 };
+
+static inline int64_t cell_pend_b(const struct tc_cell *c)
+{
+	struct tc_cell *m = (struct tc_cell *)c;
+
+	return (int64_t)(RLD(m->balloc[MD_TIER_SLAB]) -
+			 RLD(m->bfree[MD_TIER_SLAB])) - RLD(m->base_b);
+}
+
+static inline int64_t cell_pend_c(const struct tc_cell *c)
+{
+	struct tc_cell *m = (struct tc_cell *)c;
+
+	return (int64_t)(RLD(m->nalloc[MD_TIER_SLAB]) -
+			 RLD(m->nfree[MD_TIER_SLAB])) - RLD(m->base_c);
+}
 
 struct tc_bin {
 	_Atomic uint32_t n;
@@ -410,7 +428,10 @@ static POOL_INLINE struct tcache *tcache_get(struct md_pool *pool)
 	return pool_tcache_slow(pool);
 }
 
-/* A thread's own counters: relaxed loads and stores, no locked instruction. */
+/*
+ * A thread's own counters: relaxed loads and stores, no locked
+ * instruction; three stores a call in the slab tier.
+ */
 static POOL_INLINE void count_alloc(struct md_pool *pool, struct tc_cell *c,
 				    enum md_pool_tier tier, uint64_t size,
 				    uint64_t req)
@@ -419,11 +440,9 @@ static POOL_INLINE void count_alloc(struct md_pool *pool, struct tc_cell *c,
 	RADD(c->balloc[tier], size);
 	RADD(c->ralloc[tier], req);
 	if (likely(tier == MD_TIER_SLAB)) {
-		int64_t pb = RLD(c->pend_b) + (int64_t)size;
-		int64_t pc = RLD(c->pend_c) + 1;
+		int64_t pb = cell_pend_b(c);
+		int64_t pc = cell_pend_c(c);
 
-		RST(c->pend_b, pb);
-		RST(c->pend_c, pc);
 		if (pc > RLD(c->pmax_c))
 			RST(c->pmax_c, pc);
 		if (pb > RLD(c->pmax_b)) {
@@ -445,11 +464,7 @@ static POOL_INLINE void count_free(struct md_pool *pool, struct tc_cell *c,
 	RADD(c->bfree[tier], size);
 	RADD(c->rfree[tier], req);
 	if (likely(tier == MD_TIER_SLAB)) {
-		int64_t pb = RLD(c->pend_b) - (int64_t)size;
-
-		RST(c->pend_b, pb);
-		RST(c->pend_c, RLD(c->pend_c) - 1);
-		if (unlikely(pb < -PUBLISH_BYTES))
+		if (unlikely(cell_pend_b(c) < -PUBLISH_BYTES))
 			pool_publish_pending(pool, c);
 		return;
 	}
