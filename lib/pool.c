@@ -735,28 +735,28 @@ bin_flush_half(struct slab_class *sc, struct tc_bin *bin)
 	RST(bin->n, n - h);
 }
 
-static INLINE int slab_alloc(struct md_pool *pool, uint64_t size,
-			     const struct md_alloc_opts *opts,
-			     struct md_buf *out)
+/*
+ * What the fast paths below leave: an empty bin (refilled from the slabs),
+ * a class without a bin, a thread without a cache.
+ */
+static int __attribute__((noinline))
+slab_alloc_slow(struct md_pool *pool, uint64_t size, unsigned int c,
+		struct tcache *tc, const struct md_alloc_opts *opts,
+		struct md_buf *out)
 {
-	uint64_t u = (size + pool->unit - 1) >> pool->lg_unit;
-	unsigned int c = cls_index(u);
-	struct slab_class *sc = &pool->cls[c];
-	struct tcache *tc = tcache_get(pool);
 	struct md_pool_block *b;
 	struct tc_cell *cell;
+	bool locked;
 	int err;
 
-	if (likely(tc && tc->bins[c].cap)) {
+	if (tc && tc->bins[c].cap) {
 		struct tc_bin *bin = &tc->bins[c];
-		uint32_t n = RLD(bin->n);
+		uint32_t n;
 
-		if (unlikely(!n)) {
-			err = bin_refill(pool, bin, sc);
-			if (err)
-				return err;
-			n = RLD(bin->n);
-		}
+		err = bin_refill(pool, bin, &pool->cls[c]);
+		if (err)
+			return err;
+		n = RLD(bin->n);
 		b = bin->items[--n];
 		RST(bin->n, n);
 	} else {
@@ -767,46 +767,92 @@ static INLINE int slab_alloc(struct md_pool *pool, uint64_t size,
 	err = hand_out(pool, b, size, opts, out);
 	if (unlikely(err))
 		return err;
-	if (likely(tc)) {
+	if (tc) {
 		count_alloc(pool, &tc->cell, MD_TIER_SLAB, b->size, size);
-	} else {
-		bool locked;
-
-		cell = pool_cell_get(pool, &locked);
-		count_alloc(pool, cell, MD_TIER_SLAB, b->size, size);
-		pool_cell_put(pool, locked);
+		return 0;
 	}
+	cell = pool_cell_get(pool, &locked);
+	count_alloc(pool, cell, MD_TIER_SLAB, b->size, size);
+	pool_cell_put(pool, locked);
 	return 0;
 }
 
-static INLINE void slab_free(struct md_pool *pool, struct md_pool_block *b,
-			     uint64_t req)
+/* The fast path: a block from this thread's bin (a class without one has n 0). */
+static INLINE int slab_alloc(struct md_pool *pool, uint64_t size,
+			     const struct md_alloc_opts *opts,
+			     struct md_buf *out)
 {
+	unsigned int c = cls_index((size + pool->unit - 1) >> pool->lg_unit);
 	struct tcache *tc = tcache_get(pool);
+
+	if (likely(tc)) {
+		struct tc_bin *bin = &tc->bins[c];
+		uint32_t n = RLD(bin->n);
+
+		if (likely(n)) {
+			struct md_pool_block *b = bin->items[--n];
+			int err;
+
+			RST(bin->n, n);
+			err = hand_out(pool, b, size, opts, out);
+			if (unlikely(err))
+				return err;
+			count_alloc(pool, &tc->cell, MD_TIER_SLAB, b->size,
+				    size);
+			return 0;
+		}
+	}
+	return slab_alloc_slow(pool, size, c, tc, opts, out);
+}
+
+/* A full bin (half of it flushed), no bin, no cache. */
+static void __attribute__((noinline))
+slab_free_slow(struct md_pool *pool, struct md_pool_block *b, uint64_t req,
+	       struct tcache *tc)
+{
 	struct tc_cell *cell;
 	bool locked;
 
-	if (likely(tc && tc->bins[b->cls].cap)) {
+	if (tc && tc->bins[b->cls].cap) {
 		struct tc_bin *bin = &tc->bins[b->cls];
-		uint32_t n = RLD(bin->n);
+		uint32_t n;
 
-		if (unlikely(n == bin->cap)) {
-			bin_flush_half(&pool->cls[b->cls], bin);
-			n = RLD(bin->n);
-		}
+		bin_flush_half(&pool->cls[b->cls], bin);
+		n = RLD(bin->n);
 		bin->items[n] = b;
 		RST(bin->n, n + 1);
 		count_free(pool, &tc->cell, MD_TIER_SLAB, b->size, req);
 		return;
 	}
 	slab_put(pool, b);
-	if (likely(tc)) {
+	if (tc) {
 		count_free(pool, &tc->cell, MD_TIER_SLAB, b->size, req);
 		return;
 	}
 	cell = pool_cell_get(pool, &locked);
 	count_free(pool, cell, MD_TIER_SLAB, b->size, req);
 	pool_cell_put(pool, locked);
+}
+
+/* The fast path: the block onto this thread's bin (no bin: cap 0). */
+static INLINE void slab_free(struct md_pool *pool, struct md_pool_block *b,
+			     uint64_t req)
+{
+	struct tcache *tc = tcache_get(pool);
+
+	if (likely(tc)) {
+		struct tc_bin *bin = &tc->bins[b->cls];
+		uint32_t n = RLD(bin->n);
+
+		if (likely(n < bin->cap)) {
+			bin->items[n] = b;
+			RST(bin->n, n + 1);
+			count_free(pool, &tc->cell, MD_TIER_SLAB, b->size,
+				   req);
+			return;
+		}
+	}
+	slab_free_slow(pool, b, req, tc);
 }
 
 /* ------------------------------------------------------------ the API */
