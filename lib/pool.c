@@ -111,6 +111,14 @@ violate(struct md_pool *pool, enum md_pool_violation_kind kind,
 	return err;
 }
 
+/* A word on a free list that was not RECYCLED (a tail call: few args). */
+static int __attribute__((noinline))
+hand_out_refused(struct md_pool *pool, struct md_pool_block *b, uint64_t w)
+{
+	return violate(pool, MD_POOL_BAD_TRANSITION, MD_REUSE_REUSE, NULL, b,
+		       w, -EIO);
+}
+
 /*
  * A block this thread took off a free list: RECYCLED -> ALLOCATED with the
  * next generation (a descriptor's first life: 0 -> ALLOCATED). The fields
@@ -149,9 +157,13 @@ static INLINE int hand_out(struct md_pool *pool, struct md_pool_block *b,
 		b->tagged = tag || site;
 	}
 	nw = w ? w_reuse(w) : w_pack(MD_BLOCK_ALLOCATED, 0, 0);
-	if (unlikely(!nw))
-		return violate(pool, MD_POOL_BAD_TRANSITION, MD_REUSE_REUSE,
-			       NULL, b, w, -EIO);
+	if (unlikely(!nw)) {
+		int err = hand_out_refused(pool, b, w);
+
+		if (!err)
+			__builtin_unreachable();	/* it is -EIO */
+		return err;
+	}
 	atomic_store_explicit(w_word(&b->sync), nw, memory_order_release);
 	out->block = b;
 	out->dev_va = b->dev_va;
@@ -195,25 +207,6 @@ free_cas_slow(struct md_pool *pool, const struct md_buf *buf,
 		return violate(pool, MD_POOL_BAD_HANDLE, MD_REUSE_RECYCLE,
 			       buf, b, w, -EINVAL);
 	}
-}
-
-/*
- * The common case inline: the handle's block ALLOCATED, never acquired,
- * in the handle's generation, and no other thread changing it meanwhile:
- * one compare-exchange from exactly that word. Anything else (RELEASED,
- * held, refused, a lost race) runs the whole loop out of line.
- */
-static INLINE int free_cas(struct md_pool *pool, const struct md_buf *buf,
-			   struct md_pool_block *b)
-{
-	uint64_t w = w_pack(MD_BLOCK_ALLOCATED, 0, buf->generation);
-
-	if (likely(atomic_compare_exchange_strong_explicit(
-			w_word(&b->sync), &w,
-			w_pack(MD_BLOCK_RECYCLED, 0, buf->generation),
-			memory_order_acq_rel, memory_order_acquire)))
-		return 0;
-	return free_cas_slow(pool, buf, b, w);
 }
 
 static struct md_pool_block *handle_block(struct md_pool *pool,
@@ -944,7 +937,9 @@ MD_API int md_alloc_ex(struct md_pool *pool, uint64_t size,
 	return alloc_retry(pool, size, opts, out);
 }
 
-MD_API int md_alloc(struct md_pool *pool, uint64_t size, struct md_buf *out)
+/* md_alloc() past its fast path: the whole of slab_alloc(), then the rest. */
+static int __attribute__((noinline))
+alloc_slow(struct md_pool *pool, uint64_t size, struct md_buf *out)
 {
 	int err;
 
@@ -959,21 +954,69 @@ MD_API int md_alloc(struct md_pool *pool, uint64_t size, struct md_buf *out)
 	return md_alloc_ex(pool, size, NULL, out);
 }
 
-MD_API int md_free(struct md_pool *pool, const struct md_buf *buf)
+/* The cell's pending figures published; for tail calls from fast paths. */
+static int __attribute__((noinline))
+publish_ret(struct md_pool *pool, struct tc_cell *c)
 {
-	struct md_pool_block *b = buf ? buf->block : NULL;
-	struct tc_cell *cell;
-	uint64_t req, size;
-	bool locked;
-	int err;
+	pool_publish_pending(pool, c);
+	return 0;
+}
 
-	if (unlikely(!b || b->pool != pool))
-		return violate(pool, MD_POOL_BAD_HANDLE, MD_REUSE_RECYCLE, buf,
-			       NULL, 0, -EINVAL);
-	err = free_cas(pool, buf, b);
-	if (unlikely(err))
-		return err;
-	req = RLD(b->requested);
+/*
+ * This thread's cache for @pool if it is current (no flush due), else
+ * NULL: the fast paths' test, with no call in it.
+ */
+static INLINE struct tcache *tcache_fast(struct md_pool *pool)
+{
+	struct tcache *tc = pool_tls_last;
+
+	if (likely(tc && tc->pool_id == pool->id &&
+		   tc->epoch == atomic_load_explicit(&pool->epoch,
+						     memory_order_relaxed)))
+		return tc;
+	return NULL;
+}
+
+/*
+ * The fast path has no call but tail calls (the slow paths, a refusal,
+ * publishing), so it needs no stack frame: a slab request whose bin in
+ * this thread's current cache is not empty.
+ */
+MD_API int md_alloc(struct md_pool *pool, uint64_t size, struct md_buf *out)
+{
+	struct tcache *tc = tcache_fast(pool);
+
+	if (likely(tc && size - 1 < MD_POOL_SLAB_LIMIT - 1)) {
+		unsigned int c = cls_index((size + pool->unit - 1) >>
+					   pool->lg_unit);
+		struct tc_bin *bin = &tc->bins[c];
+		uint32_t n = RLD(bin->n);
+
+		if (likely(n)) {
+			struct md_pool_block *b = bin->items[--n];
+			int err;
+
+			RST(bin->n, n);
+			err = hand_out(pool, b, size, NULL, out);
+			if (unlikely(err))
+				return err;
+			if (unlikely(count_slab_alloc(&tc->cell, b->size,
+						      size)))
+				return publish_ret(pool, &tc->cell);
+			return 0;
+		}
+	}
+	return alloc_slow(pool, size, out);
+}
+
+/* md_free() past a successful transition: the block back to its tier. */
+static int __attribute__((noinline))
+free_finish(struct md_pool *pool, struct md_pool_block *b)
+{
+	uint64_t req = RLD(b->requested), size;
+	struct tc_cell *cell;
+	bool locked;
+
 	if (likely(b->tier == MD_TIER_SLAB)) {
 		slab_free(pool, b, req);
 		return 0;
@@ -984,6 +1027,55 @@ MD_API int md_free(struct md_pool *pool, const struct md_buf *buf)
 	count_free(pool, cell, b->tier, size, req);
 	pool_cell_put(pool, locked);
 	return 0;
+}
+
+/* The transition out of line (RELEASED, held, refused, a lost race). */
+static int __attribute__((noinline))
+free_slow(struct md_pool *pool, const struct md_buf *buf,
+	  struct md_pool_block *b, uint64_t w)
+{
+	int err = free_cas_slow(pool, buf, b, w);
+
+	if (err)
+		return err;
+	return free_finish(pool, b);
+}
+
+/*
+ * Like md_alloc(), no call but tail calls: one compare-exchange from the
+ * handle's ALLOCATED word (free_cas()), then the block onto this thread's
+ * bin.
+ */
+MD_API int md_free(struct md_pool *pool, const struct md_buf *buf)
+{
+	struct md_pool_block *b = buf ? buf->block : NULL;
+	struct tcache *tc;
+	uint64_t w;
+
+	if (unlikely(!b || b->pool != pool))
+		return violate(pool, MD_POOL_BAD_HANDLE, MD_REUSE_RECYCLE, buf,
+			       NULL, 0, -EINVAL);
+	w = w_pack(MD_BLOCK_ALLOCATED, 0, buf->generation);
+	if (unlikely(!atomic_compare_exchange_strong_explicit(
+			w_word(&b->sync), &w,
+			w_pack(MD_BLOCK_RECYCLED, 0, buf->generation),
+			memory_order_acq_rel, memory_order_acquire)))
+		return free_slow(pool, buf, b, w);
+	tc = tcache_fast(pool);
+	if (likely(tc && b->tier == MD_TIER_SLAB)) {
+		struct tc_bin *bin = &tc->bins[b->cls];
+		uint32_t n = RLD(bin->n);
+
+		if (likely(n < bin->cap)) {
+			bin->items[n] = b;
+			RST(bin->n, n + 1);
+			if (unlikely(count_slab_free(&tc->cell, b->size,
+						     RLD(b->requested))))
+				return publish_ret(pool, &tc->cell);
+			return 0;
+		}
+	}
+	return free_finish(pool, b);
 }
 
 /* ------------------------------------------------------------ create, destroy */

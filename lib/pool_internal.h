@@ -456,6 +456,38 @@ static POOL_INLINE void count_alloc(struct md_pool *pool, struct tc_cell *c,
 	pool_publish(pool, tier, (int64_t)size, (int64_t)size, 1, 1);
 }
 
+/*
+ * The slab tier's counts without a call, for the fast paths: true when
+ * the pending figures are due to be published (pool_publish_pending()).
+ */
+static POOL_INLINE bool count_slab_alloc(struct tc_cell *c, uint64_t size,
+					 uint64_t req)
+{
+	int64_t pb, pc;
+
+	RADD(c->nalloc[MD_TIER_SLAB], 1);
+	RADD(c->balloc[MD_TIER_SLAB], size);
+	RADD(c->ralloc[MD_TIER_SLAB], req);
+	pb = cell_pend_b(c);
+	pc = cell_pend_c(c);
+	if (pc > RLD(c->pmax_c))
+		RST(c->pmax_c, pc);
+	if (pb > RLD(c->pmax_b)) {
+		RST(c->pmax_b, pb);
+		return pb > PUBLISH_BYTES;
+	}
+	return false;
+}
+
+static POOL_INLINE bool count_slab_free(struct tc_cell *c, uint64_t size,
+					uint64_t req)
+{
+	RADD(c->nfree[MD_TIER_SLAB], 1);
+	RADD(c->bfree[MD_TIER_SLAB], size);
+	RADD(c->rfree[MD_TIER_SLAB], req);
+	return cell_pend_b(c) < -PUBLISH_BYTES;
+}
+
 static POOL_INLINE void count_free(struct md_pool *pool, struct tc_cell *c,
 				   enum md_pool_tier tier, uint64_t size,
 				   uint64_t req)
