@@ -5,18 +5,19 @@
  * registry, the cells and the regions are pool_core.c's). lib/runtime.md
  * describes the design.
  *
- * The slab fast path: the size class is arithmetic on the request (no
- * table, no loop); the thread's cache for the pool is one thread-local
- * pointer compared with the pool's id; a bin is an array of descriptors of
- * RECYCLED blocks. md_alloc() pops one and moves it to ALLOCATED with one
- * release store (a block on a free list is invisible to other threads:
- * hand_out() says why no compare-exchange is needed); md_free() moves it
- * to RECYCLED with one compare-exchange (the block is live: other threads
- * may race it with acquire or free; it checks the handle's generation) and
- * pushes it back. The counters are
- * the thread's own (no locked instruction). Bins are refilled from and
- * flushed to the class's slabs, under the class's lock, half a bin at a
- * time.
+ * The slab fast path: the size class is a table lookup on the request's
+ * units (arithmetic past the table; no loop); the thread's cache for the
+ * pool is one thread-local pointer compared with the pool's id; a bin is
+ * an array of descriptors of RECYCLED blocks. md_alloc() pops one and
+ * moves it to ALLOCATED with one release store (a block on a free list is
+ * invisible to other threads: hand_out() says why no compare-exchange is
+ * needed); md_free() moves it to RECYCLED with one compare-exchange (the
+ * block is live: other threads may race it with acquire or free; it checks
+ * the handle's generation) and pushes it back. The counters are the
+ * thread's own (no locked instruction). Both make no call on the fast
+ * path, only tail calls to what it leaves, so they need no stack frame.
+ * Bins are refilled from and flushed to the class's slabs, under the
+ * class's lock, half a bin at a time.
  */
 #include <errno.h>
 #include <stdlib.h>
