@@ -5,18 +5,19 @@
  * registry, the cells and the regions are pool_core.c's). lib/runtime.md
  * describes the design.
  *
- * The slab fast path: the size class is arithmetic on the request (no
- * table, no loop); the thread's cache for the pool is one thread-local
- * pointer compared with the pool's id; a bin is an array of descriptors of
- * RECYCLED blocks. md_alloc() pops one and moves it to ALLOCATED with one
- * release store (a block on a free list is invisible to other threads:
- * hand_out() says why no compare-exchange is needed); md_free() moves it
- * to RECYCLED with one compare-exchange (the block is live: other threads
- * may race it with acquire or free; it checks the handle's generation) and
- * pushes it back. The counters are
- * the thread's own (no locked instruction). Bins are refilled from and
- * flushed to the class's slabs, under the class's lock, half a bin at a
- * time.
+ * The slab fast path: the size class is a table lookup on the request's
+ * units (arithmetic past the table; no loop); the thread's cache for the
+ * pool is one thread-local pointer compared with the pool's id; a bin is
+ * an array of descriptors of RECYCLED blocks. md_alloc() pops one and
+ * moves it to ALLOCATED with one release store (a block on a free list is
+ * invisible to other threads: hand_out() says why no compare-exchange is
+ * needed); md_free() moves it to RECYCLED with one compare-exchange (the
+ * block is live: other threads may race it with acquire or free; it checks
+ * the handle's generation) and pushes it back. The counters are the
+ * thread's own (no locked instruction). Both make no call on the fast
+ * path, only tail calls to what it leaves, so they need no stack frame.
+ * Bins are refilled from and flushed to the class's slabs, under the
+ * class's lock, half a bin at a time.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -38,7 +39,7 @@ static _Atomic uint64_t next_pool_id;
  * Classes in units of pool->unit: 1..8, then four per power of two (10,
  * 12, 14, 16, 20, 24, ...), so a block wastes at most 20 % of itself.
  */
-static inline unsigned int cls_index(uint64_t u)
+static inline unsigned int cls_calc(uint64_t u)
 {
 	unsigned int p;
 
@@ -46,6 +47,30 @@ static inline unsigned int cls_index(uint64_t u)
 		return (unsigned int)u - 1;
 	p = 63 - __builtin_clzll(u - 1);
 	return 8 + (p - 3) * 4 + (unsigned int)((u - 1) >> (p - 2)) - 4;
+}
+
+/*
+ * The class of 1 .. CLS_TABLE - 1 units from a table (the thread caches'
+ * sizes at the smallest unit: a load in place of a branch that a mix of
+ * sizes mispredicts), above by arithmetic.
+ */
+#define CLS_TABLE	1025
+static uint8_t cls_table[CLS_TABLE];
+static pthread_once_t cls_once = PTHREAD_ONCE_INIT;
+
+static void cls_table_init(void)
+{
+	unsigned int u;
+
+	for (u = 1; u < CLS_TABLE; u++)
+		cls_table[u] = (uint8_t)cls_calc(u);
+}
+
+static INLINE unsigned int cls_index(uint64_t u)
+{
+	if (likely(u < CLS_TABLE))
+		return cls_table[u];
+	return cls_calc(u);
 }
 
 static uint64_t cls_units(unsigned int i)
@@ -79,12 +104,20 @@ violate(struct md_pool *pool, enum md_pool_violation_kind kind,
 	atomic_fetch_add_explicit(&pool->violation[kind], 1,
 				  memory_order_relaxed);
 	if (b) {
-		v.tag = RLD(b->tag);
-		v.site = RLD(b->site);
+		v.tag = RLD(blk_tags(b)->tag);
+		v.site = RLD(blk_tags(b)->site);
 	}
 	if (pool->handler)
 		pool->handler(&v, pool->handler_arg);
 	return err;
+}
+
+/* A word on a free list that was not RECYCLED (a tail call: few args). */
+static int __attribute__((noinline))
+hand_out_refused(struct md_pool *pool, struct md_pool_block *b, uint64_t w)
+{
+	return violate(pool, MD_POOL_BAD_TRANSITION, MD_REUSE_REUSE, NULL, b,
+		       w, -EIO);
 }
 
 /*
@@ -114,12 +147,24 @@ static INLINE int hand_out(struct md_pool *pool, struct md_pool_block *b,
 	/* A snapshot that reads these must see the last free's transition. */
 	atomic_thread_fence(memory_order_release);
 	RST(b->requested, req);
-	RST(b->tag, opts ? opts->tag : NULL);
-	RST(b->site, opts ? opts->site : NULL);
+	/* Tags out of the line, written only when either changes. */
+	if (unlikely(opts || b->tagged)) {
+		const char *tag = opts ? opts->tag : NULL;
+		const char *site = opts ? opts->site : NULL;
+		struct blk_tags *t = blk_tags(b);
+
+		RST(t->tag, tag);
+		RST(t->site, site);
+		b->tagged = tag || site;
+	}
 	nw = w ? w_reuse(w) : w_pack(MD_BLOCK_ALLOCATED, 0, 0);
-	if (unlikely(!nw))
-		return violate(pool, MD_POOL_BAD_TRANSITION, MD_REUSE_REUSE,
-			       NULL, b, w, -EIO);
+	if (unlikely(!nw)) {
+		int err = hand_out_refused(pool, b, w);
+
+		if (!err)
+			__builtin_unreachable();	/* it is -EIO */
+		return err;
+	}
 	atomic_store_explicit(w_word(&b->sync), nw, memory_order_release);
 	out->block = b;
 	out->dev_va = b->dev_va;
@@ -163,25 +208,6 @@ free_cas_slow(struct md_pool *pool, const struct md_buf *buf,
 		return violate(pool, MD_POOL_BAD_HANDLE, MD_REUSE_RECYCLE,
 			       buf, b, w, -EINVAL);
 	}
-}
-
-/*
- * The common case inline: the handle's block ALLOCATED, never acquired,
- * in the handle's generation, and no other thread changing it meanwhile:
- * one compare-exchange from exactly that word. Anything else (RELEASED,
- * held, refused, a lost race) runs the whole loop out of line.
- */
-static INLINE int free_cas(struct md_pool *pool, const struct md_buf *buf,
-			   struct md_pool_block *b)
-{
-	uint64_t w = w_pack(MD_BLOCK_ALLOCATED, 0, buf->generation);
-
-	if (likely(atomic_compare_exchange_strong_explicit(
-			w_word(&b->sync), &w,
-			w_pack(MD_BLOCK_RECYCLED, 0, buf->generation),
-			memory_order_acq_rel, memory_order_acquire)))
-		return 0;
-	return free_cas_slow(pool, buf, b, w);
 }
 
 static struct md_pool_block *handle_block(struct md_pool *pool,
@@ -368,13 +394,19 @@ static struct slab *slab_host_new(struct md_pool *pool, struct slab_class *sc)
 	if (!s)
 		return NULL;
 	s->stack = malloc(sizeof(*s->stack) * sc->nslots);
-	s->blocks = calloc(sc->nslots, sizeof(*s->blocks));
-	if (!s->stack || !s->blocks) {
+	/* One descriptor per cache line. */
+	if (posix_memalign((void **)&s->blocks, 64,
+			   sc->nslots * sizeof(*s->blocks)))
+		s->blocks = NULL;
+	s->tags = calloc(sc->nslots, sizeof(*s->tags));
+	if (!s->stack || !s->blocks || !s->tags) {
 		free(s->stack);
 		free(s->blocks);
+		free(s->tags);
 		free(s);
 		return NULL;
 	}
+	memset(s->blocks, 0, sc->nslots * sizeof(*s->blocks));
 	s->sc = sc;
 	s->nfree = sc->nslots;
 	for (i = 0; i < sc->nslots; i++) {
@@ -697,28 +729,28 @@ bin_flush_half(struct slab_class *sc, struct tc_bin *bin)
 	RST(bin->n, n - h);
 }
 
-static INLINE int slab_alloc(struct md_pool *pool, uint64_t size,
-			     const struct md_alloc_opts *opts,
-			     struct md_buf *out)
+/*
+ * What the fast paths below leave: an empty bin (refilled from the slabs),
+ * a class without a bin, a thread without a cache.
+ */
+static int __attribute__((noinline))
+slab_alloc_slow(struct md_pool *pool, uint64_t size, unsigned int c,
+		struct tcache *tc, const struct md_alloc_opts *opts,
+		struct md_buf *out)
 {
-	uint64_t u = (size + pool->unit - 1) >> pool->lg_unit;
-	unsigned int c = cls_index(u);
-	struct slab_class *sc = &pool->cls[c];
-	struct tcache *tc = tcache_get(pool);
 	struct md_pool_block *b;
 	struct tc_cell *cell;
+	bool locked;
 	int err;
 
-	if (likely(tc && tc->bins[c].cap)) {
+	if (tc && tc->bins[c].cap) {
 		struct tc_bin *bin = &tc->bins[c];
-		uint32_t n = RLD(bin->n);
+		uint32_t n;
 
-		if (unlikely(!n)) {
-			err = bin_refill(pool, bin, sc);
-			if (err)
-				return err;
-			n = RLD(bin->n);
-		}
+		err = bin_refill(pool, bin, &pool->cls[c]);
+		if (err)
+			return err;
+		n = RLD(bin->n);
 		b = bin->items[--n];
 		RST(bin->n, n);
 	} else {
@@ -729,46 +761,92 @@ static INLINE int slab_alloc(struct md_pool *pool, uint64_t size,
 	err = hand_out(pool, b, size, opts, out);
 	if (unlikely(err))
 		return err;
-	if (likely(tc)) {
+	if (tc) {
 		count_alloc(pool, &tc->cell, MD_TIER_SLAB, b->size, size);
-	} else {
-		bool locked;
-
-		cell = pool_cell_get(pool, &locked);
-		count_alloc(pool, cell, MD_TIER_SLAB, b->size, size);
-		pool_cell_put(pool, locked);
+		return 0;
 	}
+	cell = pool_cell_get(pool, &locked);
+	count_alloc(pool, cell, MD_TIER_SLAB, b->size, size);
+	pool_cell_put(pool, locked);
 	return 0;
 }
 
-static INLINE void slab_free(struct md_pool *pool, struct md_pool_block *b,
-			     uint64_t req)
+/* The fast path: a block from this thread's bin (a class without one has n 0). */
+static INLINE int slab_alloc(struct md_pool *pool, uint64_t size,
+			     const struct md_alloc_opts *opts,
+			     struct md_buf *out)
 {
+	unsigned int c = cls_index((size + pool->unit - 1) >> pool->lg_unit);
 	struct tcache *tc = tcache_get(pool);
+
+	if (likely(tc)) {
+		struct tc_bin *bin = &tc->bins[c];
+		uint32_t n = RLD(bin->n);
+
+		if (likely(n)) {
+			struct md_pool_block *b = bin->items[--n];
+			int err;
+
+			RST(bin->n, n);
+			err = hand_out(pool, b, size, opts, out);
+			if (unlikely(err))
+				return err;
+			count_alloc(pool, &tc->cell, MD_TIER_SLAB, b->size,
+				    size);
+			return 0;
+		}
+	}
+	return slab_alloc_slow(pool, size, c, tc, opts, out);
+}
+
+/* A full bin (half of it flushed), no bin, no cache. */
+static void __attribute__((noinline))
+slab_free_slow(struct md_pool *pool, struct md_pool_block *b, uint64_t req,
+	       struct tcache *tc)
+{
 	struct tc_cell *cell;
 	bool locked;
 
-	if (likely(tc && tc->bins[b->cls].cap)) {
+	if (tc && tc->bins[b->cls].cap) {
 		struct tc_bin *bin = &tc->bins[b->cls];
-		uint32_t n = RLD(bin->n);
+		uint32_t n;
 
-		if (unlikely(n == bin->cap)) {
-			bin_flush_half(&pool->cls[b->cls], bin);
-			n = RLD(bin->n);
-		}
+		bin_flush_half(&pool->cls[b->cls], bin);
+		n = RLD(bin->n);
 		bin->items[n] = b;
 		RST(bin->n, n + 1);
 		count_free(pool, &tc->cell, MD_TIER_SLAB, b->size, req);
 		return;
 	}
 	slab_put(pool, b);
-	if (likely(tc)) {
+	if (tc) {
 		count_free(pool, &tc->cell, MD_TIER_SLAB, b->size, req);
 		return;
 	}
 	cell = pool_cell_get(pool, &locked);
 	count_free(pool, cell, MD_TIER_SLAB, b->size, req);
 	pool_cell_put(pool, locked);
+}
+
+/* The fast path: the block onto this thread's bin (no bin: cap 0). */
+static INLINE void slab_free(struct md_pool *pool, struct md_pool_block *b,
+			     uint64_t req)
+{
+	struct tcache *tc = tcache_get(pool);
+
+	if (likely(tc)) {
+		struct tc_bin *bin = &tc->bins[b->cls];
+		uint32_t n = RLD(bin->n);
+
+		if (likely(n < bin->cap)) {
+			bin->items[n] = b;
+			RST(bin->n, n + 1);
+			count_free(pool, &tc->cell, MD_TIER_SLAB, b->size,
+				   req);
+			return;
+		}
+	}
+	slab_free_slow(pool, b, req, tc);
 }
 
 /* ------------------------------------------------------------ the API */
@@ -860,7 +938,9 @@ MD_API int md_alloc_ex(struct md_pool *pool, uint64_t size,
 	return alloc_retry(pool, size, opts, out);
 }
 
-MD_API int md_alloc(struct md_pool *pool, uint64_t size, struct md_buf *out)
+/* md_alloc() past its fast path: the whole of slab_alloc(), then the rest. */
+static int __attribute__((noinline))
+alloc_slow(struct md_pool *pool, uint64_t size, struct md_buf *out)
 {
 	int err;
 
@@ -875,21 +955,69 @@ MD_API int md_alloc(struct md_pool *pool, uint64_t size, struct md_buf *out)
 	return md_alloc_ex(pool, size, NULL, out);
 }
 
-MD_API int md_free(struct md_pool *pool, const struct md_buf *buf)
+/* The cell's pending figures published; for tail calls from fast paths. */
+static int __attribute__((noinline))
+publish_ret(struct md_pool *pool, struct tc_cell *c)
 {
-	struct md_pool_block *b = buf ? buf->block : NULL;
-	struct tc_cell *cell;
-	uint64_t req, size;
-	bool locked;
-	int err;
+	pool_publish_pending(pool, c);
+	return 0;
+}
 
-	if (unlikely(!b || b->pool != pool))
-		return violate(pool, MD_POOL_BAD_HANDLE, MD_REUSE_RECYCLE, buf,
-			       NULL, 0, -EINVAL);
-	err = free_cas(pool, buf, b);
-	if (unlikely(err))
-		return err;
-	req = RLD(b->requested);
+/*
+ * This thread's cache for @pool if it is current (no flush due), else
+ * NULL: the fast paths' test, with no call in it.
+ */
+static INLINE struct tcache *tcache_fast(struct md_pool *pool)
+{
+	struct tcache *tc = pool_tls_last;
+
+	if (likely(tc && tc->pool_id == pool->id &&
+		   tc->epoch == atomic_load_explicit(&pool->epoch,
+						     memory_order_relaxed)))
+		return tc;
+	return NULL;
+}
+
+/*
+ * The fast path has no call but tail calls (the slow paths, a refusal,
+ * publishing), so it needs no stack frame: a slab request whose bin in
+ * this thread's current cache is not empty.
+ */
+MD_API int md_alloc(struct md_pool *pool, uint64_t size, struct md_buf *out)
+{
+	struct tcache *tc = tcache_fast(pool);
+
+	if (likely(tc && size - 1 < MD_POOL_SLAB_LIMIT - 1)) {
+		unsigned int c = cls_index((size + pool->unit - 1) >>
+					   pool->lg_unit);
+		struct tc_bin *bin = &tc->bins[c];
+		uint32_t n = RLD(bin->n);
+
+		if (likely(n)) {
+			struct md_pool_block *b = bin->items[--n];
+			int err;
+
+			RST(bin->n, n);
+			err = hand_out(pool, b, size, NULL, out);
+			if (unlikely(err))
+				return err;
+			if (unlikely(count_slab_alloc(&tc->cell, b->size,
+						      size)))
+				return publish_ret(pool, &tc->cell);
+			return 0;
+		}
+	}
+	return alloc_slow(pool, size, out);
+}
+
+/* md_free() past a successful transition: the block back to its tier. */
+static int __attribute__((noinline))
+free_finish(struct md_pool *pool, struct md_pool_block *b)
+{
+	uint64_t req = RLD(b->requested), size;
+	struct tc_cell *cell;
+	bool locked;
+
 	if (likely(b->tier == MD_TIER_SLAB)) {
 		slab_free(pool, b, req);
 		return 0;
@@ -900,6 +1028,55 @@ MD_API int md_free(struct md_pool *pool, const struct md_buf *buf)
 	count_free(pool, cell, b->tier, size, req);
 	pool_cell_put(pool, locked);
 	return 0;
+}
+
+/* The transition out of line (RELEASED, held, refused, a lost race). */
+static int __attribute__((noinline))
+free_slow(struct md_pool *pool, const struct md_buf *buf,
+	  struct md_pool_block *b, uint64_t w)
+{
+	int err = free_cas_slow(pool, buf, b, w);
+
+	if (err)
+		return err;
+	return free_finish(pool, b);
+}
+
+/*
+ * Like md_alloc(), no call but tail calls: one compare-exchange from the
+ * handle's ALLOCATED word (free_cas()), then the block onto this thread's
+ * bin.
+ */
+MD_API int md_free(struct md_pool *pool, const struct md_buf *buf)
+{
+	struct md_pool_block *b = buf ? buf->block : NULL;
+	struct tcache *tc;
+	uint64_t w;
+
+	if (unlikely(!b || b->pool != pool))
+		return violate(pool, MD_POOL_BAD_HANDLE, MD_REUSE_RECYCLE, buf,
+			       NULL, 0, -EINVAL);
+	w = w_pack(MD_BLOCK_ALLOCATED, 0, buf->generation);
+	if (unlikely(!atomic_compare_exchange_strong_explicit(
+			w_word(&b->sync), &w,
+			w_pack(MD_BLOCK_RECYCLED, 0, buf->generation),
+			memory_order_acq_rel, memory_order_acquire)))
+		return free_slow(pool, buf, b, w);
+	tc = tcache_fast(pool);
+	if (likely(tc && b->tier == MD_TIER_SLAB)) {
+		struct tc_bin *bin = &tc->bins[b->cls];
+		uint32_t n = RLD(bin->n);
+
+		if (likely(n < bin->cap)) {
+			bin->items[n] = b;
+			RST(bin->n, n + 1);
+			if (unlikely(count_slab_free(&tc->cell, b->size,
+						     RLD(b->requested))))
+				return publish_ret(pool, &tc->cell);
+			return 0;
+		}
+	}
+	return free_finish(pool, b);
 }
 
 /* ------------------------------------------------------------ create, destroy */
@@ -914,6 +1091,7 @@ MD_API int md_pool_create(struct md_device *dev,
 	uint32_t n, c;
 
 	*out = NULL;
+	pthread_once(&cls_once, cls_table_init);
 	if (!md_is_pow2(align) || align > MD_POOL_BUDDY_LIMIT)
 		return -EINVAL;
 	if (cfg && ((cfg->flags & ~MD_POOL_NO_TCACHE) || cfg->pad))
@@ -996,6 +1174,7 @@ static void slab_host_free(struct slab *s)
 {
 	free(s->stack);
 	free(s->blocks);
+	free(s->tags);
 	free(s);
 }
 

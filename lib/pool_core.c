@@ -115,15 +115,15 @@ void pool_publish(struct md_pool *pool, enum md_pool_tier tier, int64_t db,
 
 void pool_publish_pending(struct md_pool *pool, struct tc_cell *c)
 {
-	int64_t pb = RLD(c->pend_b), mb = RLD(c->pmax_b);
-	int64_t pc = RLD(c->pend_c), mc = RLD(c->pmax_c);
+	int64_t pb = cell_pend_b(c), mb = RLD(c->pmax_b);
+	int64_t pc = cell_pend_c(c), mc = RLD(c->pmax_c);
 
 	if (!pb && !mb && !pc && !mc)
 		return;
 	pool_publish(pool, MD_TIER_SLAB, pb, mb, pc, mc);
-	RST(c->pend_b, 0);
+	RADD(c->base_b, pb);
 	RST(c->pmax_b, 0);
-	RST(c->pend_c, 0);
+	RADD(c->base_c, pc);
 	RST(c->pmax_c, 0);
 }
 
@@ -145,13 +145,15 @@ static void cell_add(struct tc_cell *to, struct tc_cell *from)
 		RADD(to->ralloc[t], RLD(from->ralloc[t]));
 		RADD(to->rfree[t], RLD(from->rfree[t]));
 	}
+	RADD(to->base_b, RLD(from->base_b));
+	RADD(to->base_c, RLD(from->base_c));
 }
 
 static void peak_with(const struct tc_cell *c, int64_t cb, int64_t cc,
 		      int64_t pend_b, int64_t pend_c, int64_t *pb, int64_t *pc)
 {
-	int64_t b = cb + pend_b - RLD(c->pend_b) + RLD(c->pmax_b);
-	int64_t n = cc + pend_c - RLD(c->pend_c) + RLD(c->pmax_c);
+	int64_t b = cb + pend_b - cell_pend_b(c) + RLD(c->pmax_b);
+	int64_t n = cc + pend_c - cell_pend_c(c) + RLD(c->pmax_c);
 
 	*pb = b > *pb ? b : *pb;
 	*pc = n > *pc ? n : *pc;
@@ -176,13 +178,13 @@ void pool_sum_cells(struct md_pool *pool, struct tc_cell *sum,
 	pthread_mutex_lock(&pool->orphan_lock);
 	for (i = 0; i < 2; i++) {
 		cell_add(sum, fixed[i]);
-		pend_b += RLD(fixed[i]->pend_b);
-		pend_c += RLD(fixed[i]->pend_c);
+		pend_b += cell_pend_b(fixed[i]);
+		pend_c += cell_pend_c(fixed[i]);
 	}
 	for (tc = pool->tcaches; tc; tc = tc->pnext) {
 		cell_add(sum, &tc->cell);
-		pend_b += RLD(tc->cell.pend_b);
-		pend_c += RLD(tc->cell.pend_c);
+		pend_b += cell_pend_b(&tc->cell);
+		pend_c += cell_pend_c(&tc->cell);
 	}
 	for (i = 0; i < SCOPES; i++) {
 		int64_t cb = atomic_load(&pool->cur_b[i]);

@@ -78,12 +78,17 @@ uint64_t mbuddy_largest(const struct mbuddy *b);
 /* ------------------------------------------------------------ blocks */
 
 /*
- * The host-side descriptor of one block. The word is 0 until the
- * descriptor's first life (never handed out). dev_va, cpu and size change
- * only while the block is RECYCLED and off every free list (under its
- * tier's lock); requested, tag and site are written before the transition
- * to ALLOCATED that publishes them, and read by snapshots seqlock-style
- * (word, fields, word again). pool, cls and tier never change.
+ * The host-side descriptor of one block: what md_alloc() and md_free()
+ * touch, in one 64-byte cache line (slab descriptors sit in arrays aligned
+ * to 64 bytes). The word is 0 until the descriptor's first life (never
+ * handed out). dev_va, cpu and size change only while the block is
+ * RECYCLED and off every free list (under its tier's lock); requested and
+ * the tags (struct blk_tags, out of the line: see blk_tags()) are written
+ * before the transition to ALLOCATED that publishes them, and read by
+ * snapshots seqlock-style (word, fields, word again). pool, cls and tier
+ * never change; @tagged is read and written only by the thread handing
+ * the block out: 0 means both tags are NULL, so a hand-out without tags
+ * need not write them again.
  */
 struct md_pool_block {
 	struct md_block_sync sync;
@@ -91,12 +96,20 @@ struct md_pool_block {
 	char *cpu;
 	uint64_t size;
 	_Atomic uint64_t requested;
+	struct md_pool *pool;
+	void *owner;		/* struct slab, struct bregion or NULL */
+	uint32_t cls;		/* slab size class */
+	uint8_t tier;
+	uint8_t tagged;
+};
+
+_Static_assert(sizeof(struct md_pool_block) == 64,
+	       "a descriptor is one cache line");
+
+/* A block's owner tag and allocation site (md_alloc_opts). */
+struct blk_tags {
 	_Atomic(const char *) tag;
 	_Atomic(const char *) site;
-	void *owner;		/* struct slab, struct bregion or NULL */
-	struct md_pool *pool;
-	uint32_t cls;		/* slab size class */
-	uint32_t tier;
 };
 
 /* One live block as snapshots and the cleaner see it. */
@@ -105,35 +118,6 @@ struct blk_rec {
 	const char *tag, *site;
 	uint32_t tier, state, holders, generation;
 };
-
-/*
- * Read @b consistently (the caller holds its tier's lock, so dev_va and
- * size are stable). Return: false if it is not live (never used or
- * RECYCLED) or was recycled while being read.
- */
-static inline bool blk_read(const struct md_pool_block *b, struct blk_rec *r)
-{
-	uint64_t w = atomic_load_explicit(w_word(&b->sync),
-					  memory_order_acquire);
-	uint64_t w2;
-
-	if (!w || w_state(w) == MD_BLOCK_RECYCLED)
-		return false;
-	r->requested = RLD(((struct md_pool_block *)b)->requested);
-	r->tag = RLD(((struct md_pool_block *)b)->tag);
-	r->site = RLD(((struct md_pool_block *)b)->site);
-	atomic_thread_fence(memory_order_acquire);
-	w2 = atomic_load_explicit(w_word(&b->sync), memory_order_relaxed);
-	if (w_gen(w2) != w_gen(w) || w_state(w2) == MD_BLOCK_RECYCLED)
-		return false;
-	r->dev_va = b->dev_va;
-	r->size = b->size;
-	r->tier = b->tier;
-	r->state = w_state(w2);
-	r->holders = w_holders(w2);
-	r->generation = w_gen(w2);
-	return true;
-}
 
 typedef int (*blk_fn)(void *arg, const struct blk_rec *r);
 
@@ -163,7 +147,8 @@ struct slab {
 	struct slab *pnext, *pprev;	/* partial list; pnext: spare list */
 	bool partial;
 	uint32_t *stack;	/* free slot indices (central) */
-	struct md_pool_block *blocks;
+	struct md_pool_block *blocks;	/* aligned to 64 bytes */
+	struct blk_tags *tags;		/* by slot */
 };
 
 struct slab_class {
@@ -182,7 +167,8 @@ struct slab_class {
 
 /* A descriptor of the buddy or large tier, with its place. */
 struct xblock {
-	struct md_pool_block b;
+	struct md_pool_block b;		/* first: blk_tags() casts */
+	struct blk_tags tags;
 	struct xblock *next, *prev;	/* live, cached or spare list */
 	uint64_t off, units;		/* buddy: in the region, in granules */
 	struct md_region r;		/* large: its region */
@@ -203,20 +189,78 @@ struct xtier {
 	struct bregion *regions;	/* buddy */
 };
 
+/* @b's tags: a slab's array by slot, or the buddy or large descriptor's. */
+static inline struct blk_tags *blk_tags(const struct md_pool_block *b)
+{
+	if (b->tier == MD_TIER_SLAB) {
+		struct slab *s = b->owner;
+
+		return &s->tags[b - s->blocks];
+	}
+	return &((struct xblock *)b)->tags;
+}
+
+/*
+ * Read @b consistently (the caller holds its tier's lock, so dev_va and
+ * size are stable). Return: false if it is not live (never used or
+ * RECYCLED) or was recycled while being read.
+ */
+static inline bool blk_read(const struct md_pool_block *b, struct blk_rec *r)
+{
+	uint64_t w = atomic_load_explicit(w_word(&b->sync),
+					  memory_order_acquire);
+	uint64_t w2;
+
+	if (!w || w_state(w) == MD_BLOCK_RECYCLED)
+		return false;
+	r->requested = RLD(((struct md_pool_block *)b)->requested);
+	r->tag = RLD(blk_tags(b)->tag);
+	r->site = RLD(blk_tags(b)->site);
+	atomic_thread_fence(memory_order_acquire);
+	w2 = atomic_load_explicit(w_word(&b->sync), memory_order_relaxed);
+	if (w_gen(w2) != w_gen(w) || w_state(w2) == MD_BLOCK_RECYCLED)
+		return false;
+	r->dev_va = b->dev_va;
+	r->size = b->size;
+	r->tier = b->tier;
+	r->state = w_state(w2);
+	r->holders = w_holders(w2);
+	r->generation = w_gen(w2);
+	return true;
+}
+
 /* ------------------------------------------------------------ stats */
 
 /*
  * Counters one thread writes (relaxed atomics: md_pool_stats() reads them
- * from other threads). pend_* are the slab tier's bytes and blocks since
- * the thread last published them to the pool's current/peak figures, with
+ * from other threads). The slab tier's bytes and blocks since the thread
+ * last published them to the pool's current/peak figures (cell_pend_b(),
+ * cell_pend_c()) are not counted apart: they are the live figures less
+ * base_b and base_c, what was live at the last publication. pmax_* are
  * their running maximum: peaks come out exact when one thread allocates.
  */
 struct tc_cell {
 	_Atomic uint64_t nalloc[MD_TIER_COUNT], nfree[MD_TIER_COUNT];
 	_Atomic uint64_t balloc[MD_TIER_COUNT], bfree[MD_TIER_COUNT];
 	_Atomic uint64_t ralloc[MD_TIER_COUNT], rfree[MD_TIER_COUNT];
-	_Atomic int64_t pend_b, pmax_b, pend_c, pmax_c;
+	_Atomic int64_t base_b, base_c, pmax_b, pmax_c;
 };
+
+static inline int64_t cell_pend_b(const struct tc_cell *c)
+{
+	struct tc_cell *m = (struct tc_cell *)c;
+
+	return (int64_t)(RLD(m->balloc[MD_TIER_SLAB]) -
+			 RLD(m->bfree[MD_TIER_SLAB])) - RLD(m->base_b);
+}
+
+static inline int64_t cell_pend_c(const struct tc_cell *c)
+{
+	struct tc_cell *m = (struct tc_cell *)c;
+
+	return (int64_t)(RLD(m->nalloc[MD_TIER_SLAB]) -
+			 RLD(m->nfree[MD_TIER_SLAB])) - RLD(m->base_c);
+}
 
 struct tc_bin {
 	_Atomic uint32_t n;
@@ -384,7 +428,10 @@ static POOL_INLINE struct tcache *tcache_get(struct md_pool *pool)
 	return pool_tcache_slow(pool);
 }
 
-/* A thread's own counters: relaxed loads and stores, no locked instruction. */
+/*
+ * A thread's own counters: relaxed loads and stores, no locked
+ * instruction; three stores a call in the slab tier.
+ */
 static POOL_INLINE void count_alloc(struct md_pool *pool, struct tc_cell *c,
 				    enum md_pool_tier tier, uint64_t size,
 				    uint64_t req)
@@ -393,11 +440,9 @@ static POOL_INLINE void count_alloc(struct md_pool *pool, struct tc_cell *c,
 	RADD(c->balloc[tier], size);
 	RADD(c->ralloc[tier], req);
 	if (likely(tier == MD_TIER_SLAB)) {
-		int64_t pb = RLD(c->pend_b) + (int64_t)size;
-		int64_t pc = RLD(c->pend_c) + 1;
+		int64_t pb = cell_pend_b(c);
+		int64_t pc = cell_pend_c(c);
 
-		RST(c->pend_b, pb);
-		RST(c->pend_c, pc);
 		if (pc > RLD(c->pmax_c))
 			RST(c->pmax_c, pc);
 		if (pb > RLD(c->pmax_b)) {
@@ -411,6 +456,38 @@ static POOL_INLINE void count_alloc(struct md_pool *pool, struct tc_cell *c,
 	pool_publish(pool, tier, (int64_t)size, (int64_t)size, 1, 1);
 }
 
+/*
+ * The slab tier's counts without a call, for the fast paths: true when
+ * the pending figures are due to be published (pool_publish_pending()).
+ */
+static POOL_INLINE bool count_slab_alloc(struct tc_cell *c, uint64_t size,
+					 uint64_t req)
+{
+	int64_t pb, pc;
+
+	RADD(c->nalloc[MD_TIER_SLAB], 1);
+	RADD(c->balloc[MD_TIER_SLAB], size);
+	RADD(c->ralloc[MD_TIER_SLAB], req);
+	pb = cell_pend_b(c);
+	pc = cell_pend_c(c);
+	if (pc > RLD(c->pmax_c))
+		RST(c->pmax_c, pc);
+	if (pb > RLD(c->pmax_b)) {
+		RST(c->pmax_b, pb);
+		return pb > PUBLISH_BYTES;
+	}
+	return false;
+}
+
+static POOL_INLINE bool count_slab_free(struct tc_cell *c, uint64_t size,
+					uint64_t req)
+{
+	RADD(c->nfree[MD_TIER_SLAB], 1);
+	RADD(c->bfree[MD_TIER_SLAB], size);
+	RADD(c->rfree[MD_TIER_SLAB], req);
+	return cell_pend_b(c) < -PUBLISH_BYTES;
+}
+
 static POOL_INLINE void count_free(struct md_pool *pool, struct tc_cell *c,
 				   enum md_pool_tier tier, uint64_t size,
 				   uint64_t req)
@@ -419,11 +496,7 @@ static POOL_INLINE void count_free(struct md_pool *pool, struct tc_cell *c,
 	RADD(c->bfree[tier], size);
 	RADD(c->rfree[tier], req);
 	if (likely(tier == MD_TIER_SLAB)) {
-		int64_t pb = RLD(c->pend_b) - (int64_t)size;
-
-		RST(c->pend_b, pb);
-		RST(c->pend_c, RLD(c->pend_c) - 1);
-		if (unlikely(pb < -PUBLISH_BYTES))
+		if (unlikely(cell_pend_b(c) < -PUBLISH_BYTES))
 			pool_publish_pending(pool, c);
 		return;
 	}

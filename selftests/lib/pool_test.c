@@ -304,6 +304,56 @@ TEST(metadata_out_of_band)
 
 /* ------------------------------------------------------------ protocol */
 
+/*
+ * A block's tag belongs to one life: the descriptor's next life without
+ * opts has none (the pool writes the tags only when they change), and a
+ * tagged one has its own.
+ */
+TEST(tags_follow_each_life)
+{
+	static const uint64_t sizes[] = { 100, 3 * MiB, 20 * MiB };
+	struct md_pool_config cfg = { .handler = vlog_fn };
+	struct md_device *dev = host_dev(128);
+	struct md_pool *pool;
+	struct vlog log = { 0 };
+	size_t t;
+
+	ASSERT_NE(NULL, dev);
+	cfg.handler_arg = &log;
+	ASSERT_EQ(0, md_pool_create(dev, &cfg, &pool));
+	for (t = 0; t < 3; t++) {
+		struct md_buf b, again, third;
+
+		log.n = 0;
+		ASSERT_EQ(0, md_alloc_tagged(pool, sizes[t], "first", &b));
+		ASSERT_EQ(0, md_buf_acquire(pool, &b));
+		EXPECT_EQ(-EBUSY, md_free(pool, &b));
+		ASSERT_EQ(1, md_buf_release(pool, &b));
+		ASSERT_EQ(0, md_free(pool, &b));
+
+		ASSERT_EQ(0, md_alloc(pool, sizes[t], &again));
+		EXPECT_EQ(b.block, again.block);
+		ASSERT_EQ(0, md_buf_acquire(pool, &again));
+		EXPECT_EQ(-EBUSY, md_free(pool, &again));
+		ASSERT_EQ(1, md_buf_release(pool, &again));
+		ASSERT_EQ(0, md_free(pool, &again));
+
+		ASSERT_EQ(0, md_alloc_tagged(pool, sizes[t], "third", &third));
+		EXPECT_EQ(b.block, third.block);
+		ASSERT_EQ(0, md_buf_acquire(pool, &third));
+		EXPECT_EQ(-EBUSY, md_free(pool, &third));
+		ASSERT_EQ(1, md_buf_release(pool, &third));
+		ASSERT_EQ(0, md_free(pool, &third));
+
+		ASSERT_EQ(3, log.n);
+		EXPECT_STREQ("first", log.tag[0]);
+		EXPECT_EQ(NULL, log.tag[1]);
+		EXPECT_STREQ("third", log.tag[2]);
+	}
+	md_pool_destroy(pool);
+	md_device_close(dev);
+}
+
 /* The whole protocol, and every refusal, on one block of each tier. */
 TEST(reuse_protocol_and_violations)
 {
