@@ -44,7 +44,7 @@ static inline unsigned int cls_index(uint64_t u)
 
 	if (u <= 8)
 		return (unsigned int)u - 1;
-	p = 63 - __builtin_clzll(u - 1);
+	p = md_ilog2(u - 1);
 	return 8 + (p - 3) * 4 + (unsigned int)((u - 1) >> (p - 2)) - 4;
 }
 
@@ -945,7 +945,7 @@ MD_API int md_pool_create(struct md_device *dev,
 	pool->id = atomic_fetch_add(&next_pool_id, 1) + 1;
 	pool->nclasses = n;
 	pool->unit = unit;
-	pool->lg_unit = __builtin_ctzll(unit);
+	pool->lg_unit = md_ctz64(unit);
 	pool->align = align;
 	pool->page = md_device_page_size(dev);
 	pool->granule = granule;

@@ -828,7 +828,7 @@ static void stats_script(struct __test_metadata *_metadata, uint32_t flags)
 				track(&e[MD_TIER_COUNT], &b[i], req[i], false);
 				b[i].block = NULL;
 			} else if (!b[i].block) {
-				seed = seed * 6364136223846793005ull + 1;
+				xorshift64(&seed);
 				req[i] = i % 97 == 0 ? 17 * MiB + seed % MiB :
 					 i % 13 == 0 ? MiB + seed % (8 * MiB) :
 						       1 + (seed >> 20) % (300 * KiB);
@@ -837,7 +837,7 @@ static void stats_script(struct __test_metadata *_metadata, uint32_t flags)
 				track(&e[t], &b[i], req[i], true);
 				track(&e[MD_TIER_COUNT], &b[i], req[i], true);
 			}
-			seed = seed * 6364136223846793005ull + 1;
+			xorshift64(&seed);
 		}
 		md_pool_stats(pool, &st);
 		for (t = 0; t < MD_TIER_COUNT; t++)
