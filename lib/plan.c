@@ -30,6 +30,7 @@
 #include "internal.h"
 #include "itree.h"
 #include "plan_internal.h"
+#include "heap.h"
 #include "random.h"
 #include "rbtree.h"
 
@@ -1339,8 +1340,11 @@ struct hent {
 	uint32_t idx;
 };
 
-static int hent_less(const struct hent *a, const struct hent *b)
+static bool hent_less(const void *pa, const void *pb, void *arg)
 {
+	const struct hent *a = pa, *b = pb;
+
+	(void)arg;
 	if (a->off != b->off)
 		return a->off < b->off;
 	if (a->tie != b->tie)
@@ -1348,43 +1352,6 @@ static int hent_less(const struct hent *a, const struct hent *b)
 	if (a->tie2 != b->tie2)
 		return a->tie2 < b->tie2;
 	return a->idx < b->idx;
-}
-
-static void heap_push(struct hent *h, size_t *n, struct hent e)
-{
-	size_t i = (*n)++;
-
-	while (i) {
-		size_t up = (i - 1) / 2;
-
-		if (!hent_less(&e, &h[up]))
-			break;
-		h[i] = h[up];
-		i = up;
-	}
-	h[i] = e;
-}
-
-static struct hent heap_pop(struct hent *h, size_t *n)
-{
-	struct hent top = h[0], e = h[--(*n)];
-	size_t i = 0;
-
-	for (;;) {
-		size_t c = 2 * i + 1;
-
-		if (c >= *n)
-			break;
-		if (c + 1 < *n && hent_less(&h[c + 1], &h[c]))
-			c++;
-		if (!hent_less(&h[c], &e))
-			break;
-		h[i] = h[c];
-		i = c;
-	}
-	if (*n)
-		h[i] = e;
-	return top;
 }
 
 /* Heap keys of the lowest-first strategies: smaller goes first on ties. */
@@ -1442,8 +1409,9 @@ static int place_lowest(struct placer *pl, int strat, uint32_t *order,
 	const struct md_problem *p = pl->p;
 	struct stale_ctx sc = { p, cached, NULL, 0, 0 };
 	struct md_itree pend;
+	struct md_heap hp;
 	struct hent *h;
-	size_t hn = 0, i, k = 0;
+	size_t i, k = 0;
 	int ret;
 
 	h = malloc((p->n + 1) * sizeof(*h));
@@ -1453,6 +1421,7 @@ static int place_lowest(struct placer *pl, int strat, uint32_t *order,
 		free(sc.stale);
 		return -ENOMEM;
 	}
+	md_heap_init(&hp, h, sizeof(*h), hent_less, NULL);
 	placer_reset(pl);
 	ret = place_fixed(pl);
 	for (i = 0; i < p->n && !ret; i++) {
@@ -1465,14 +1434,17 @@ static int place_lowest(struct placer *pl, int strat, uint32_t *order,
 		ret = find_offset(pl, (uint32_t)i, FIT_FIRST, &e.off);
 		cached[i] = e.off;
 		sc.stale[i] = 0;
-		heap_push(h, &hn, e);
+		md_heap_push(&hp, &e);
 		if (!ret && !pl->bwd_start)
 			ret = md_itree_insert(&pend, (uint32_t)i, b->lower,
 					      b->upper);
 	}
-	while (hn && !ret) {
-		struct hent e = heap_pop(h, &hn);
-		const struct md_buffer *b = &p->bufs[e.idx];
+	while (hp.n && !ret) {
+		const struct md_buffer *b;
+		struct hent e;
+
+		md_heap_pop(&hp, &e);
+		b = &p->bufs[e.idx];
 
 		if (sc.stale[e.idx]) {
 			ret = find_offset(pl, e.idx, FIT_FIRST, &e.off);
@@ -1481,7 +1453,7 @@ static int place_lowest(struct placer *pl, int strat, uint32_t *order,
 			sc.stale[e.idx] = 0;
 			if (e.off != cached[e.idx]) {
 				cached[e.idx] = e.off;
-				heap_push(h, &hn, e);
+				md_heap_push(&hp, &e);
 				continue;
 			}
 		}
