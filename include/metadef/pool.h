@@ -307,6 +307,34 @@ int md_snapshot(struct md_pool *pool, FILE *out);
  */
 long md_snapshot_buf(struct md_pool *pool, char *buf, size_t len);
 
+/* Flags of md_pool_summary(). */
+#define MD_SUMMARY_BYTES	0x1u	/* every size in bytes, for scripts */
+#define MD_SUMMARY_FLAGS	0x1u	/* all of them */
+
+/*
+ * md_pool_summary() - the pool's figures as a table for people to read
+ * (what framework allocators call a memory summary): one column per tier
+ * and one for the whole pool; rows reserved (region bytes) and its peak,
+ * allocated (block bytes handed out, live) with its peak and its total
+ * ever, active (bytes of blocks users hold right now: ACTIVE), requested,
+ * free, largest free extent, fragmentation, blocks (live, peak, ever),
+ * active blocks, regions (held, ever obtained), allocations refused for
+ * lack of memory; then the refused operations by kind. Sizes in B, KiB,
+ * MiB, GiB or TiB (two decimals), or exact with MD_SUMMARY_BYTES. The
+ * figures are md_pool_stats()'s (lib/runtime.md) but active, counted by
+ * walking the live blocks. Return: 0, -EINVAL (NULL @pool or @out, unknown
+ * flags) or -EIO (write error).
+ */
+int md_pool_summary(struct md_pool *pool, FILE *out, unsigned int flags);
+
+/*
+ * md_pool_summary_buf() - md_pool_summary() into @buf (at most @len bytes
+ * with the NUL). Return: the length of the whole summary (as snprintf():
+ * larger than or equal to @len means it was cut), -EINVAL, -ENOMEM or -EIO.
+ */
+long md_pool_summary_buf(struct md_pool *pool, char *buf, size_t len,
+			 unsigned int flags);
+
 /* What md_memory_cleaner() did and found. */
 struct md_cleaner_report {
 	uint64_t recycled_blocks;	/* RELEASED blocks it recycled */

@@ -1593,4 +1593,174 @@ TEST(destroy_with_live_blocks)
 	md_device_close(dev);
 }
 
+/* ------------------------------------------------------------ summary */
+
+/* The summary's rows, in order, and where md_pool_stats() has each. */
+#define SROW(l, f)	{ l, offsetof(struct md_tier_stats, f), 0 }
+static const struct {
+	const char *label;
+	size_t off;
+	int active;	/* 1: active bytes, 2: active blocks (not in stats) */
+} summary_rows[] = {
+	SROW("reserved", region_bytes),
+	SROW("peak", region_peak_bytes),
+	SROW("allocated", current_bytes),
+	SROW("peak", peak_bytes),
+	SROW("ever", allocated_bytes),
+	{ "active", 0, 1 },
+	SROW("requested", requested_bytes),
+	SROW("free", free_bytes),
+	SROW("largest free", largest_free),
+	SROW("fragmentation", fragmentation),
+	SROW("blocks", current_count),
+	SROW("peak", peak_count),
+	SROW("ever", alloc_count),
+	{ "active blocks", 0, 2 },
+	SROW("regions", region_count),
+	SROW("ever", region_allocs),
+	SROW("out of memory", oom_count),
+};
+
+/*
+ * A known sequence over every tier (some blocks held, some freed, two
+ * refused frees), then the summary in bytes read back row by row: every
+ * figure is md_pool_stats()'s, the active ones what the test holds.
+ */
+TEST(summary_agrees_with_stats)
+{
+	static const uint64_t sizes[] = {
+		100, 3000, 64 * KiB, 700 * KiB, 2 * MiB, 5 * MiB, 20 * MiB,
+		40 * MiB, 1000, 2 * MiB,
+	};
+	enum { N = sizeof(sizes) / sizeof(sizes[0]) };
+	uint64_t act_b[MD_TIER_COUNT + 1] = { 0 }, act_c[MD_TIER_COUNT + 1] = { 0 };
+	struct md_device *dev = host_dev(256);
+	struct md_pool_stats st;
+	struct md_pool *pool;
+	struct md_buf b[N];
+	char *text, *line, *save = NULL;
+	long len, len2;
+	size_t r = 0;
+	int i, t;
+
+	ASSERT_NE(NULL, dev);
+	ASSERT_EQ(0, md_pool_create(dev, NULL, &pool));
+	for (i = 0; i < N; i++)
+		ASSERT_EQ(0, md_alloc(pool, sizes[i], &b[i]));
+	/* Held: 0, 4, 6 (slab, buddy, large); freed: 1, 5, 7. */
+	for (i = 0; i < N; i++) {
+		if (i == 0 || i == 4 || i == 6) {
+			ASSERT_EQ(0, md_buf_acquire(pool, &b[i]));
+			act_b[b[i].tier] += b[i].size;
+			act_c[b[i].tier]++;
+			act_b[MD_TIER_COUNT] += b[i].size;
+			act_c[MD_TIER_COUNT]++;
+		}
+	}
+	/* 3 is acquired and released: RELEASED, not active. */
+	ASSERT_EQ(0, md_buf_acquire(pool, &b[3]));
+	ASSERT_EQ(1, md_buf_release(pool, &b[3]));
+	ASSERT_EQ(0, md_free(pool, &b[1]));
+	ASSERT_EQ(0, md_free(pool, &b[5]));
+	ASSERT_EQ(0, md_free(pool, &b[7]));
+	ASSERT_EQ(-EINVAL, md_free(pool, &b[7]));	/* double free */
+	ASSERT_EQ(-EBUSY, md_free(pool, &b[0]));	/* held */
+
+	EXPECT_EQ(-EINVAL, md_pool_summary(pool, stdout, 0x80));
+	EXPECT_EQ(-EINVAL, md_pool_summary(pool, NULL, 0));
+	len = md_pool_summary_buf(pool, NULL, 0, MD_SUMMARY_BYTES);
+	ASSERT_GT(len, 0);
+	text = malloc((size_t)len + 1);
+	ASSERT_NE(NULL, text);
+	len2 = md_pool_summary_buf(pool, text, (size_t)len + 1,
+				   MD_SUMMARY_BYTES);
+	ASSERT_EQ(len, len2);
+	ASSERT_EQ((size_t)len, strlen(text));
+	md_pool_stats(pool, &st);
+
+	line = strtok_r(text, "\n", &save);
+	ASSERT_NE(NULL, line);
+	EXPECT_NE(NULL, strstr(line, "backend host"));
+	EXPECT_NE(NULL, strstr(line, "alignment 256"));
+	line = strtok_r(NULL, "\n", &save);	/* the column heads */
+	ASSERT_NE(NULL, line);
+	EXPECT_NE(NULL, strstr(line, "slab"));
+	EXPECT_NE(NULL, strstr(line, "buddy"));
+	EXPECT_NE(NULL, strstr(line, "large"));
+	EXPECT_NE(NULL, strstr(line, "total"));
+	for (r = 0; r < sizeof(summary_rows) / sizeof(summary_rows[0]); r++) {
+		char label[15], *p, *end;
+
+		line = strtok_r(NULL, "\n", &save);
+		ASSERT_NE(NULL, line);
+		ASSERT_GT(strlen(line), 14u);
+		memcpy(label, line, 14);
+		label[14] = '\0';
+		for (i = 13; i >= 0 && label[i] == ' '; i--)
+			label[i] = '\0';
+		p = label;
+		while (*p == ' ')
+			p++;
+		ASSERT_STREQ(summary_rows[r].label, p);
+		p = line + 14;
+		for (t = 0; t <= MD_TIER_COUNT; t++) {
+			const struct md_tier_stats *s = t < MD_TIER_COUNT ?
+				&st.tier[t] : &st.total;
+			const char *f = (const char *)s + summary_rows[r].off;
+
+			if (summary_rows[r].off ==
+			    offsetof(struct md_tier_stats, fragmentation) &&
+			    !summary_rows[r].active) {
+				double d = strtod(p, &end), want;
+
+				memcpy(&want, f, sizeof(want));
+				ASSERT_NE(p, end);
+				EXPECT_LT(fabs(d - want), 1e-4) TH_LOG(
+					"row %s tier %d", p, t);
+			} else {
+				uint64_t v = strtoull(p, &end, 10), want;
+
+				ASSERT_NE(p, end);
+				if (summary_rows[r].active == 1)
+					want = act_b[t];
+				else if (summary_rows[r].active == 2)
+					want = act_c[t];
+				else
+					memcpy(&want, f, sizeof(want));
+				EXPECT_EQ(want, v) TH_LOG("row %zu (%s), tier %d",
+							  r, summary_rows[r].label,
+							  t);
+			}
+			p = end;
+		}
+	}
+	/* The sequence left figures a summary must show, not zeros. */
+	EXPECT_EQ(7u, st.total.current_count);
+	EXPECT_EQ(3u, act_c[MD_TIER_COUNT]);
+	EXPECT_GT(st.tier[MD_TIER_LARGE].region_bytes, 0u);
+	line = strtok_r(NULL, "\n", &save);
+	ASSERT_NE(NULL, line);
+	EXPECT_NE(NULL, strstr(line, "refused operations 2:"));
+	EXPECT_NE(NULL, strstr(line, "double free 1"));
+	EXPECT_NE(NULL, strstr(line, "free while held 1"));
+	EXPECT_EQ(NULL, strtok_r(NULL, "\n", &save));
+
+	/* For people: units, and a cut buffer says the whole length. */
+	len = md_pool_summary_buf(pool, text, 64, 0);
+	ASSERT_GT(len, 64);
+	EXPECT_EQ(63u, strlen(text));
+	free(text);
+	len = md_pool_summary_buf(pool, NULL, 0, 0);
+	text = malloc((size_t)len + 1);
+	ASSERT_NE(NULL, text);
+	ASSERT_EQ(len, md_pool_summary_buf(pool, text, (size_t)len + 1, 0));
+	EXPECT_NE(NULL, strstr(text, " MiB"));
+	EXPECT_NE(NULL, strstr(text, " KiB"));
+	free(text);
+
+	ASSERT_EQ(1, md_buf_release(pool, &b[0]));
+	md_pool_destroy(pool);
+	md_device_close(dev);
+}
+
 TEST_HARNESS_MAIN
