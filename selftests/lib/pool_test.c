@@ -1763,4 +1763,163 @@ TEST(summary_agrees_with_stats)
 	md_device_close(dev);
 }
 
+/* ------------------------------------------------------------ dynamic */
+
+static int cmp_buf_va(const void *a, const void *b)
+{
+	const struct md_buf *x = a, *y = b;
+
+	return x->dev_va < y->dev_va ? -1 : x->dev_va > y->dev_va;
+}
+
+static int walk_count(const char *json, const char *needle)
+{
+	int n = 0;
+
+	while ((json = strstr(json, needle))) {
+		n++;
+		json++;
+	}
+	return n;
+}
+
+/*
+ * MD_POOL_DYNAMIC: 1 MiB and up from the dynamic tier, behind the same
+ * table as the others. Random allocations and frees against a model of
+ * the live blocks: tiers, disjoint ranges, every stats figure of the
+ * tier; then the protocol's refusals, the snapshot, the cleaner (a
+ * RELEASED block recycled, free regions back) and the limit.
+ */
+TEST(dynamic_tier_behind_the_same_interface)
+{
+	enum { N = 64, STEPS = 3000 };
+	struct md_pool_config cfg = { .flags = MD_POOL_DYNAMIC };
+	struct md_device *dev = host_dev(256);
+	uint64_t seed = test_seed(0xd1a1c7ULL), req[N] = { 0 };
+	uint64_t cur_b = 0, cur_c = 0, req_b = 0, nalloc = 0;
+	struct md_buf b[N], sorted[N];
+	struct md_cleaner_report rep;
+	struct md_pool_stats st;
+	struct md_pool *pool;
+	char *snap;
+	long len;
+	int i, k, n;
+
+	ASSERT_NE(NULL, dev);
+	EXPECT_STREQ("dynamic", md_pool_tier_name(MD_TIER_DYNAMIC));
+	ASSERT_EQ(0, md_pool_create(dev, &cfg, &pool));
+	memset(b, 0, sizeof(b));
+	for (i = 0; i < STEPS; i++) {
+		uint64_t r = xorshift64(&seed);
+
+		k = (int)(r % N);
+		if (b[k].block) {
+			if (b[k].tier == MD_TIER_DYNAMIC) {
+				cur_b -= b[k].size;
+				cur_c--;
+				req_b -= req[k];
+			}
+			ASSERT_EQ(0, md_free(pool, &b[k]));
+			b[k].block = NULL;
+			continue;
+		}
+		/* Mostly 1..48 MiB, some small ones for the slab tier. */
+		req[k] = (r >> 8) % 8 ? MiB + (r >> 16) % (47 * MiB) :
+			 1 + (r >> 16) % (64 * KiB);
+		ASSERT_EQ(0, md_alloc(pool, req[k], &b[k]));
+		ASSERT_EQ(req[k] >= MD_POOL_SLAB_LIMIT ? MD_TIER_DYNAMIC :
+			  MD_TIER_SLAB, b[k].tier);
+		ASSERT_GE(b[k].size, req[k]);
+		ASSERT_EQ(0u, b[k].dev_va % 256);
+		if (b[k].tier == MD_TIER_DYNAMIC) {
+			ASSERT_LT(b[k].size - req[k], 256u);
+			cur_b += b[k].size;
+			cur_c++;
+			req_b += req[k];
+			nalloc++;
+		}
+		if (i % 50)
+			continue;
+		/* The live dynamic blocks never overlap. */
+		for (n = 0, k = 0; k < N; k++)
+			if (b[k].block && b[k].tier == MD_TIER_DYNAMIC)
+				sorted[n++] = b[k];
+		qsort(sorted, n, sizeof(sorted[0]), cmp_buf_va);
+		for (k = 1; k < n; k++)
+			ASSERT_LE(sorted[k - 1].dev_va + sorted[k - 1].size,
+				  sorted[k].dev_va);
+		md_pool_stats(pool, &st);
+		ASSERT_EQ(cur_b, st.tier[MD_TIER_DYNAMIC].current_bytes);
+		ASSERT_EQ(cur_c, st.tier[MD_TIER_DYNAMIC].current_count);
+		ASSERT_EQ(req_b, st.tier[MD_TIER_DYNAMIC].requested_bytes);
+		ASSERT_EQ(nalloc, st.tier[MD_TIER_DYNAMIC].alloc_count);
+		ASSERT_EQ(0u, st.tier[MD_TIER_BUDDY].alloc_count);
+		ASSERT_EQ(0u, st.tier[MD_TIER_LARGE].alloc_count);
+		ASSERT_GE(st.tier[MD_TIER_DYNAMIC].region_bytes, cur_b);
+		ASSERT_LE(st.tier[MD_TIER_DYNAMIC].largest_free,
+			  st.tier[MD_TIER_DYNAMIC].free_bytes);
+		ASSERT_GE(st.total.region_bytes,
+			  st.tier[MD_TIER_DYNAMIC].region_bytes);
+	}
+	ASSERT_GT(nalloc, 1000u);
+
+	/* The protocol on a dynamic block: held, released, freed twice. */
+	for (k = 0; k < N && !(b[k].block && b[k].tier == MD_TIER_DYNAMIC);
+	     k++)
+		;
+	ASSERT_LT(k, N);
+	ASSERT_EQ(0, md_buf_acquire(pool, &b[k]));
+	ASSERT_EQ(-EBUSY, md_free(pool, &b[k]));
+	len = md_snapshot_buf(pool, NULL, 0);
+	ASSERT_GT(len, 0);
+	snap = malloc((size_t)len + 1);
+	ASSERT_NE(NULL, snap);
+	ASSERT_EQ(len, md_snapshot_buf(pool, snap, (size_t)len + 1));
+	EXPECT_EQ((int)cur_c, walk_count(snap, "{\"tier\":\"dynamic\""));
+	EXPECT_NE(NULL, strstr(snap, "\"dynamic\":{"));
+	free(snap);
+	ASSERT_EQ(1, md_buf_release(pool, &b[k]));
+	/* RELEASED, nobody frees it: the cleaner recycles it. */
+	memset(&rep, 0, sizeof(rep));
+	md_memory_cleaner(pool, NULL, &rep);
+	EXPECT_GE(rep.recycled_blocks, 1u);
+	cur_b -= b[k].size;
+	cur_c--;
+	EXPECT_EQ(-EINVAL, md_free(pool, &b[k]));
+	b[k].block = NULL;
+	md_pool_stats(pool, &st);
+	EXPECT_EQ(cur_b, st.tier[MD_TIER_DYNAMIC].current_bytes);
+	EXPECT_EQ(1u, st.violation[MD_POOL_FREE_HELD]);
+	EXPECT_EQ(1u, st.violation[MD_POOL_DOUBLE_FREE]);
+
+	/* Everything freed: the cleaner gives the free regions back. */
+	for (k = 0; k < N; k++)
+		if (b[k].block)
+			ASSERT_EQ(0, md_free(pool, &b[k]));
+	memset(&rep, 0, sizeof(rep));
+	md_memory_cleaner(pool, NULL, &rep);
+	md_pool_stats(pool, &st);
+	EXPECT_EQ(0u, st.tier[MD_TIER_DYNAMIC].current_bytes);
+	EXPECT_LE(st.tier[MD_TIER_DYNAMIC].region_count, 1u);
+	EXPECT_EQ(st.tier[MD_TIER_DYNAMIC].region_bytes,
+		  st.tier[MD_TIER_DYNAMIC].largest_free);
+	EXPECT_EQ(st.tier[MD_TIER_DYNAMIC].region_allocs -
+		  st.tier[MD_TIER_DYNAMIC].region_frees,
+		  st.tier[MD_TIER_DYNAMIC].region_count);
+	md_pool_destroy(pool);
+
+	/* The limit: a refusal counted in the dynamic tier. */
+	cfg.limit = 64 * MiB;
+	ASSERT_EQ(0, md_pool_create(dev, &cfg, &pool));
+	ASSERT_EQ(0, md_alloc(pool, 40 * MiB, &b[0]));
+	EXPECT_EQ(-ENOMEM, md_alloc(pool, 40 * MiB, &b[1]));
+	md_pool_stats(pool, &st);
+	EXPECT_EQ(1u, st.tier[MD_TIER_DYNAMIC].oom_count);
+	ASSERT_EQ(0, md_free(pool, &b[0]));
+	ASSERT_EQ(0, md_alloc(pool, 60 * MiB, &b[1]));
+	ASSERT_EQ(0, md_free(pool, &b[1]));
+	md_pool_destroy(pool);
+	md_device_close(dev);
+}
+
 TEST_HARNESS_MAIN
