@@ -540,46 +540,19 @@ static void sort_ranges(struct range *r, size_t k)
 }
 
 /*
- * Many ranges (a long-lived buffer among thousands of short ones): LSD
- * radix sort on the offset, bytes that are the same everywhere skipped.
+ * Many ranges (a long-lived buffer among thousands of short ones): the
+ * library's radix sort (sort.c) on the offset.
  */
 static void sort_ranges_big(struct placer *pl, size_t k)
 {
-	struct range *src = pl->rng, *dst = pl->tmp;
-	uint64_t all_or = 0, all_and = ~0ULL;
-	size_t cnt[256], i;
-	unsigned int shift;
-
-	if (k <= 96) {
+	if (k <= 96)
 		sort_ranges(pl->rng, k);
-		return;
-	}
-	for (i = 0; i < k; i++) {
-		all_or |= src[i].off;
-		all_and &= src[i].off;
-	}
-	for (shift = 0; shift < 64; shift += 8) {
-		size_t sum = 0;
-
-		if (!(((all_or ^ all_and) >> shift) & 0xff))
-			continue;
-		memset(cnt, 0, sizeof(cnt));
-		for (i = 0; i < k; i++)
-			cnt[(src[i].off >> shift) & 0xff]++;
-		for (i = 0; i < 256; i++) {
-			size_t c = cnt[i];
-
-			cnt[i] = sum;
-			sum += c;
-		}
-		for (i = 0; i < k; i++)
-			dst[cnt[(src[i].off >> shift) & 0xff]++] = src[i];
-		src = dst;
-		dst = dst == pl->rng ? pl->tmp : pl->rng;
-	}
-	if (src != pl->rng)
-		memcpy(pl->rng, src, k * sizeof(*src));
+	else
+		md_radix_sort16(pl->rng, pl->tmp, k);
 }
+
+_Static_assert(sizeof(struct range) == 16 && offsetof(struct range, off) == 0,
+	       "struct range is a 16-byte record keyed by its offset");
 
 /* Memory ranges of the placed buffers alive with @b, sorted by offset. */
 static inline void add_range(struct placer *pl, uint32_t x, size_t *m)
