@@ -40,6 +40,10 @@ MANDIR		?= $(PREFIX)/share/man
 UDEVDIR		?= /etc/udev/rules.d
 DESTDIR		?=
 
+# A bare "make" builds everything: the generated ONNX reader's rule below
+# comes first in the file and would otherwise be the default goal.
+.DEFAULT_GOAL	:= all
+
 KDIR		?= $(shell tools/kdir)
 BUILD		?= build
 B		:= $(BUILD)

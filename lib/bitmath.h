@@ -12,10 +12,22 @@ static inline bool md_is_pow2(uint64_t v)
 	return v && !(v & (v - 1));
 }
 
+/* The largest k with 2^k <= @n, for n >= 1 (the kernel's ilog2()). */
+static inline unsigned int md_ilog2(uint64_t n)
+{
+	return 63 - __builtin_clzll(n);
+}
+
+/* The number of trailing zero bits of @n, for n >= 1. */
+static inline unsigned int md_ctz64(uint64_t n)
+{
+	return __builtin_ctzll(n);
+}
+
 /* The smallest k with 2^k >= @n (0 for n <= 1; 64 for n > 2^63). */
 static inline unsigned int md_ceil_log2(uint64_t n)
 {
-	return n <= 1 ? 0 : 64 - __builtin_clzll(n - 1);
+	return n <= 1 ? 0 : md_ilog2(n - 1) + 1;
 }
 
 /* 2^md_ceil_log2(@n), for n <= 2^63. */

@@ -180,7 +180,7 @@ static long bin_next(const struct md_dynpool *p, uint64_t k)
 			return -1;
 		m = p->bin_map[i];
 	}
-	return (long)(i * 64 + (uint64_t)__builtin_ctzll(m));
+	return (long)(i * 64 + (uint64_t)md_ctz64(m));
 }
 
 /* The smallest free block of at least @need bytes, lowest address first. */
@@ -320,8 +320,8 @@ static struct dp_block *largest_free(struct md_dynpool *p)
 	for (i = DP_BINS / 64 - 1; i >= 0; i--)
 		if (p->bin_map[i])
 			return to_block(md_rb_first(
-				p->bin[i * 64 + 63 -
-				       __builtin_clzll(p->bin_map[i])].root));
+				p->bin[i * 64 +
+				       md_ilog2(p->bin_map[i])].root));
 	return NULL;
 }
 
@@ -835,7 +835,7 @@ MD_API size_t md_dynpool_dump_free(struct md_dynpool *p,
 	if (n && n <= max) {
 		struct free_walk w = { p, -1, NULL };
 
-		dump(&w, out, 0, n, 0, 63 - __builtin_clzll(n));
+		dump(&w, out, 0, n, 0, md_ilog2(n));
 	}
 	pthread_mutex_unlock(&p->lock);
 	return n;

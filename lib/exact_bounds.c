@@ -37,7 +37,10 @@ uint64_t exact_lower_bound(const struct md_problem *p)
 
 /*
  * The max segment tree over the bytes left per section: node @node covers
- * sections [@l, @r); add @v to the sections [@a, @b).
+ * sections [@l, @r); add @v to the sections [@a, @b). A number per node
+ * with range add and range max: not the planner's segment trees of
+ * memory ranges (struct stab in plan.c, gaptree.c; see plan.c on why
+ * there are three).
  */
 void exact_tree_add(struct exact *e, size_t node, size_t l, size_t r,
 		    size_t a, size_t b, int64_t v)

@@ -32,6 +32,8 @@
 #include <metadef/exact.h>
 #include <metadef/plan.h>
 
+#include "random.h"
+
 #define EXACT_NONE		UINT32_MAX	/* no buffer */
 #define EXACT_CHECK_EVERY	1023u		/* nodes between clock checks */
 #define EXACT_MAX_CANDS		(4u << 20)	/* candidate stack (128 MiB) */
@@ -192,19 +194,11 @@ struct exact {
 	unsigned int disabled;		/* enum md_exact_prune bits */
 };
 
-static inline uint64_t exact_mix64(uint64_t z)
-{
-	z += 0x9e3779b97f4a7c15ULL;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 /* Hash of unplaced buffer @x with @skyline: the state is their set. */
 static inline uint64_t exact_buf_key(const struct exact *e, uint32_t x,
 				     uint64_t skyline)
 {
-	return exact_mix64(e->prob.zobrist[x] ^
+	return md_mix64(e->prob.zobrist[x] ^
 			   (skyline * 0x2545f4914f6cdd1dULL));
 }
 

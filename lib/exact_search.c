@@ -476,7 +476,7 @@ static int search_group(struct exact *e, struct exact_group *g, uint64_t L,
 	}
 	key = st->hash ^ g->outside_hash ^ st->cap_key;
 	if (min_offset <= L)
-		key ^= exact_mix64(L ^ ((uint64_t)last_rank << 40) ^
+		key ^= md_mix64(L ^ ((uint64_t)last_rank << 40) ^
 				   0x632be59bd9b4e019ULL);
 	if (!(e->disabled & MD_EXACT_NO_MEMO) && memo_contains(e, key))
 		return 0;

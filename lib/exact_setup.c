@@ -83,7 +83,7 @@ static int setup_buffers(struct exact *e, const struct md_problem *p)
 		e->buf[i].size = b->size;
 		e->buf[i].align = b->align ? b->align : 1;
 		seed += 0x9e3779b97f4a7c15ULL;
-		e->prob.zobrist[i] = exact_mix64(seed);
+		e->prob.zobrist[i] = md_mix64(seed);
 		total += b->size;
 		if (total < b->size || total > (uint64_t)INT64_MAX / 4) {
 			ret = -E2BIG;
@@ -474,7 +474,7 @@ void exact_reset(struct exact *e, uint64_t cap)
 	size_t n = e->prob.nbufs, nsecs = e->prob.nsecs, i, s;
 
 	st->cap = cap;
-	st->cap_key = exact_mix64(cap ^ 0x9c6e6877736c46e3ULL ^
+	st->cap_key = md_mix64(cap ^ 0x9c6e6877736c46e3ULL ^
 				  ((uint64_t)st->ranking << 44));
 	for (i = 0; i < n; i++)
 		e->buf[i].skyline = 0;

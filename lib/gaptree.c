@@ -21,6 +21,10 @@
  * counts, so a set is as small as the memory it covers is fragmented, not
  * as large as the number of buffers in it. A fit merges the O(log) sets
  * gap by gap, lowest first.
+ *
+ * Not the same structure as plan.c's stab tree (static flat lists per
+ * node, one instant per query) nor exact_bounds.c's max tree (numbers,
+ * range add): see plan.c's struct stab for why the library keeps three.
  */
 #include <errno.h>
 #include <stdlib.h>

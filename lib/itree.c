@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Interval tree: a treap keyed by (lo, id) with the subtree's largest hi in
- * every node. Priorities are a hash of the id, so the shape (and with it
- * every walk) is the same for the same input: the planner stays
- * deterministic. Expected depth O(log n); queries cost O(log n + k).
+ * Interval tree: the red-black tree of rbtree.[ch] keyed by (lo, id), with
+ * the subtree's largest hi in every node kept by the tree's augment hook.
+ * Depth at most 2 log2(n + 1); queries cost O(log n + k) and report in
+ * key order, so what callers see does not depend on the tree's shape.
+ *
+ * The nodes are an array indexed by id: md_itree_grow() moves it to a
+ * larger one and rewrites every link by its index in the old one.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,14 +16,37 @@
 
 #define NIL MD_ITREE_NIL
 
-static uint32_t hash32(uint32_t x)
+static inline struct md_itree_node *node_of(const struct md_rb_node *n)
 {
-	x ^= x >> 16;
-	x *= 0x7feb352dU;
-	x ^= x >> 15;
-	x *= 0x846ca68bU;
-	x ^= x >> 16;
-	return x;
+	return (struct md_itree_node *)n;	/* rb is the first member */
+}
+
+/* Empty intervals overlap nothing and must not steer any search. */
+static inline uint64_t own_max(const struct md_itree_node *n)
+{
+	return n->hi > n->lo ? n->hi : 0;
+}
+
+static void augment(struct md_rb_node *rb)
+{
+	struct md_itree_node *n = node_of(rb);
+	uint64_t m = own_max(n);
+
+	if (rb->left && node_of(rb->left)->max > m)
+		m = node_of(rb->left)->max;
+	if (rb->right && node_of(rb->right)->max > m)
+		m = node_of(rb->right)->max;
+	n->max = m;
+}
+
+/* (lo, id) order: ids are positions in the one array. */
+static int node_cmp(const struct md_rb_node *a, const struct md_rb_node *b)
+{
+	const struct md_itree_node *x = node_of(a), *y = node_of(b);
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return (x > y) - (x < y);
 }
 
 int md_itree_init(struct md_itree *t, size_t cap)
@@ -31,23 +57,41 @@ int md_itree_init(struct md_itree *t, size_t cap)
 	if (!t->nodes)
 		return -ENOMEM;
 	t->cap = (uint32_t)cap;
-	t->root = NIL;
-	t->count = 0;
+	t->t = (struct md_rb_tree){ NULL, 0, augment };
 	return 0;
+}
+
+/* @p, a link into @from's array, into @to's. */
+static struct md_rb_node *rebase(struct md_rb_node *p,
+				 const struct md_itree_node *from,
+				 struct md_itree_node *to)
+{
+	return p ? &to[node_of(p) - from].rb : NULL;
 }
 
 int md_itree_grow(struct md_itree *t, size_t cap)
 {
 	struct md_itree_node *n;
+	uint32_t i;
 
 	if (cap <= t->cap)
 		return 0;
 	if (cap >= NIL)
 		return -ERANGE;
-	n = realloc(t->nodes, cap * sizeof(*n));
+	/* Not realloc: the links are rewritten from the old array. */
+	n = calloc(cap, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
-	memset(n + t->cap, 0, (cap - t->cap) * sizeof(*n));
+	for (i = 0; i < t->cap; i++) {
+		n[i] = t->nodes[i];
+		if (!n[i].in)
+			continue;
+		n[i].rb.parent = rebase(n[i].rb.parent, t->nodes, n);
+		n[i].rb.left = rebase(n[i].rb.left, t->nodes, n);
+		n[i].rb.right = rebase(n[i].rb.right, t->nodes, n);
+	}
+	t->t.root = rebase(t->t.root, t->nodes, n);
+	free(t->nodes);
 	t->nodes = n;
 	t->cap = (uint32_t)cap;
 	return 0;
@@ -58,8 +102,7 @@ void md_itree_free(struct md_itree *t)
 	free(t->nodes);
 	t->nodes = NULL;
 	t->cap = 0;
-	t->root = NIL;
-	t->count = 0;
+	t->t = (struct md_rb_tree){ NULL, 0, augment };
 }
 
 void md_itree_clear(struct md_itree *t)
@@ -68,78 +111,12 @@ void md_itree_clear(struct md_itree *t)
 
 	for (i = 0; i < t->cap; i++)
 		t->nodes[i].in = 0;
-	t->root = NIL;
-	t->count = 0;
-}
-
-/* Empty intervals overlap nothing and must not steer any search. */
-static inline uint64_t own_max(const struct md_itree_node *n)
-{
-	return n->hi > n->lo ? n->hi : 0;
-}
-
-static inline void pull(struct md_itree_node *nd, uint32_t x)
-{
-	struct md_itree_node *n = &nd[x];
-	uint64_t m = own_max(n);
-
-	if (n->left != NIL && nd[n->left].max > m)
-		m = nd[n->left].max;
-	if (n->right != NIL && nd[n->right].max > m)
-		m = nd[n->right].max;
-	n->max = m;
-}
-
-/* (lo, id) order: true when a sorts before b. */
-static inline int before(const struct md_itree_node *nd, uint32_t a,
-			 uint32_t b)
-{
-	if (nd[a].lo != nd[b].lo)
-		return nd[a].lo < nd[b].lo;
-	return a < b;
-}
-
-static uint32_t rot_right(struct md_itree_node *nd, uint32_t x)
-{
-	uint32_t y = nd[x].left;
-
-	nd[x].left = nd[y].right;
-	nd[y].right = x;
-	pull(nd, x);
-	pull(nd, y);
-	return y;
-}
-
-static uint32_t rot_left(struct md_itree_node *nd, uint32_t x)
-{
-	uint32_t y = nd[x].right;
-
-	nd[x].right = nd[y].left;
-	nd[y].left = x;
-	pull(nd, x);
-	pull(nd, y);
-	return y;
-}
-
-static uint32_t insert(struct md_itree_node *nd, uint32_t root, uint32_t id)
-{
-	if (root == NIL)
-		return id;
-	if (before(nd, id, root)) {
-		nd[root].left = insert(nd, nd[root].left, id);
-		if (nd[nd[root].left].prio > nd[root].prio)
-			return rot_right(nd, root);
-	} else {
-		nd[root].right = insert(nd, nd[root].right, id);
-		if (nd[nd[root].right].prio > nd[root].prio)
-			return rot_left(nd, root);
-	}
-	pull(nd, root);
-	return root;
+	t->t = (struct md_rb_tree){ NULL, 0, augment };
 }
 
 int md_itree_insert(struct md_itree *t, uint32_t id, uint64_t lo, uint64_t hi)
 {
+	struct md_rb_node **link = &t->t.root, *parent = NULL;
 	struct md_itree_node *n;
 
 	if (id >= t->cap)
@@ -152,76 +129,56 @@ int md_itree_insert(struct md_itree *t, uint32_t id, uint64_t lo, uint64_t hi)
 	n->lo = lo;
 	n->hi = hi;
 	n->max = own_max(n);
-	n->left = NIL;
-	n->right = NIL;
-	n->prio = hash32(id + 0x9e3779b9U);
 	n->in = 1;
-	t->root = insert(t->nodes, t->root, id);
-	t->count++;
-	return 0;
-}
+	while (*link) {
+		const struct md_itree_node *p = node_of(*link);
 
-/* Join two treaps, every key of @a before every key of @b. */
-static uint32_t merge(struct md_itree_node *nd, uint32_t a, uint32_t b)
-{
-	if (a == NIL)
-		return b;
-	if (b == NIL)
-		return a;
-	if (nd[a].prio > nd[b].prio) {
-		nd[a].right = merge(nd, nd[a].right, b);
-		pull(nd, a);
-		return a;
+		parent = *link;
+		link = lo < p->lo || (lo == p->lo && n < p) ? &parent->left :
+							       &parent->right;
 	}
-	nd[b].left = merge(nd, a, nd[b].left);
-	pull(nd, b);
-	return b;
-}
-
-static uint32_t erase(struct md_itree_node *nd, uint32_t root, uint32_t id)
-{
-	if (root == NIL)
-		return NIL;	/* cannot happen: id is in the tree */
-	if (root == id)
-		return merge(nd, nd[root].left, nd[root].right);
-	if (before(nd, id, root))
-		nd[root].left = erase(nd, nd[root].left, id);
-	else
-		nd[root].right = erase(nd, nd[root].right, id);
-	pull(nd, root);
-	return root;
+	md_rb_link(&t->t, &n->rb, parent, link);
+	return 0;
 }
 
 int md_itree_remove(struct md_itree *t, uint32_t id)
 {
 	if (id >= t->cap || !t->nodes[id].in)
 		return -ENOENT;
-	t->root = erase(t->nodes, t->root, id);
+	md_rb_erase(&t->t, &t->nodes[id].rb);
 	t->nodes[id].in = 0;
-	t->count--;
 	return 0;
 }
 
-static int query(const struct md_itree_node *nd, uint32_t x, uint64_t lo,
-		 uint64_t hi, int (*fn)(void *, uint32_t), void *arg)
+static inline uint32_t id_of(const struct md_itree *t,
+			     const struct md_itree_node *n)
+{
+	return (uint32_t)(n - t->nodes);
+}
+
+static int query(const struct md_itree *t, const struct md_rb_node *x,
+		 uint64_t lo, uint64_t hi, int (*fn)(void *, uint32_t),
+		 void *arg)
 {
 	int ret;
 
-	while (x != NIL) {
-		if (nd[x].max <= lo)
+	while (x) {
+		const struct md_itree_node *n = node_of(x);
+
+		if (n->max <= lo)
 			return 0;
-		ret = query(nd, nd[x].left, lo, hi, fn, arg);
+		ret = query(t, x->left, lo, hi, fn, arg);
 		if (ret)
 			return ret;
-		/* Everything from here on starts at or after nd[x].lo. */
-		if (nd[x].lo >= hi)
+		/* Everything from here on starts at or after n->lo. */
+		if (n->lo >= hi)
 			return 0;
-		if (nd[x].hi > lo && nd[x].hi > nd[x].lo) {
-			ret = fn(arg, x);
+		if (n->hi > lo && n->hi > n->lo) {
+			ret = fn(arg, id_of(t, n));
 			if (ret)
 				return ret;
 		}
-		x = nd[x].right;
+		x = x->right;
 	}
 	return 0;
 }
@@ -231,24 +188,27 @@ int md_itree_query(const struct md_itree *t, uint64_t lo, uint64_t hi,
 {
 	if (hi <= lo)
 		return 0;
-	return query(t->nodes, t->root, lo, hi, fn, arg);
+	return query(t, t->t.root, lo, hi, fn, arg);
 }
 
-static void collect(const struct md_itree_node *nd, uint32_t x, uint64_t lo,
-		    uint64_t hi, uint32_t *ids, size_t max, size_t *k)
+static void collect(const struct md_itree *t, const struct md_rb_node *x,
+		    uint64_t lo, uint64_t hi, uint32_t *ids, size_t max,
+		    size_t *k)
 {
-	while (x != NIL) {
-		if (nd[x].max <= lo)
+	while (x) {
+		const struct md_itree_node *n = node_of(x);
+
+		if (n->max <= lo)
 			return;
-		collect(nd, nd[x].left, lo, hi, ids, max, k);
-		if (nd[x].lo >= hi)
+		collect(t, x->left, lo, hi, ids, max, k);
+		if (n->lo >= hi)
 			return;
-		if (nd[x].hi > lo && nd[x].hi > nd[x].lo) {
+		if (n->hi > lo && n->hi > n->lo) {
 			if (*k < max)
-				ids[*k] = x;
+				ids[*k] = id_of(t, n);
 			(*k)++;
 		}
-		x = nd[x].right;
+		x = x->right;
 	}
 }
 
@@ -258,14 +218,13 @@ size_t md_itree_collect(const struct md_itree *t, uint64_t lo, uint64_t hi,
 	size_t k = 0;
 
 	if (hi > lo)
-		collect(t->nodes, t->root, lo, hi, ids, max, &k);
+		collect(t, t->t.root, lo, hi, ids, max, &k);
 	return k;
 }
 
 uint32_t md_itree_any(const struct md_itree *t, uint64_t lo, uint64_t hi)
 {
-	const struct md_itree_node *nd = t->nodes;
-	uint32_t x = t->root;
+	const struct md_rb_node *x = t->t.root;
 
 	if (hi <= lo)
 		return NIL;
@@ -274,49 +233,56 @@ uint32_t md_itree_any(const struct md_itree *t, uint64_t lo, uint64_t hi)
 	 * (if anything overlaps, something there does), else test the node
 	 * and go right. Empty intervals do not count in max (own_max()).
 	 */
-	while (x != NIL) {
-		if (nd[x].lo < hi && nd[x].hi > lo && nd[x].hi > nd[x].lo)
-			return x;
-		if (nd[x].left != NIL && nd[nd[x].left].max > lo)
-			x = nd[x].left;
+	while (x) {
+		const struct md_itree_node *n = node_of(x);
+
+		if (n->lo < hi && n->hi > lo && n->hi > n->lo)
+			return id_of(t, n);
+		if (x->left && node_of(x->left)->max > lo)
+			x = x->left;
 		else
-			x = nd[x].right;
+			x = x->right;
 	}
 	return NIL;
 }
 
-static int check(const struct md_itree_node *nd, uint32_t x, size_t *count)
+/* The max of every node of @x's subtree; counts the nodes marked in. */
+static int check_max(const struct md_rb_node *x, size_t *in)
 {
+	const struct md_itree_node *n;
 	uint64_t m;
 
-	if (x == NIL)
+	if (!x)
 		return 0;
-	(*count)++;
-	m = own_max(&nd[x]);
-	if (nd[x].left != NIL) {
-		if (!before(nd, nd[x].left, x) ||
-		    nd[nd[x].left].prio > nd[x].prio ||
-		    check(nd, nd[x].left, count))
-			return -EFAULT;
-		if (nd[nd[x].left].max > m)
-			m = nd[nd[x].left].max;
-	}
-	if (nd[x].right != NIL) {
-		if (before(nd, nd[x].right, x) ||
-		    nd[nd[x].right].prio > nd[x].prio ||
-		    check(nd, nd[x].right, count))
-			return -EFAULT;
-		if (nd[nd[x].right].max > m)
-			m = nd[nd[x].right].max;
-	}
-	return m == nd[x].max ? 0 : -EFAULT;
+	n = node_of(x);
+	if (!n->in)
+		return -EFAULT;
+	(*in)++;
+	m = own_max(n);
+	if (x->left && node_of(x->left)->max > m)
+		m = node_of(x->left)->max;
+	if (x->right && node_of(x->right)->max > m)
+		m = node_of(x->right)->max;
+	if (m != n->max)
+		return -EFAULT;
+	if (check_max(x->left, in) || check_max(x->right, in))
+		return -EFAULT;
+	return 0;
 }
 
 int md_itree_check(const struct md_itree *t)
 {
-	size_t count = 0;
+	const char *why = NULL;
+	size_t in = 0, marked = 0;
+	uint32_t i;
 
-	if (check(t->nodes, t->root, &count))
+	if (t->t.augment != augment)
 		return -EFAULT;
-	return count == t->count ? 0 : -EFAULT;
+	if (md_rb_check(&t->t, node_cmp, &why))
+		return -EFAULT;
+	if (check_max(t->t.root, &in) || in != t->t.count)
+		return -EFAULT;
+	for (i = 0; i < t->cap; i++)
+		marked += t->nodes[i].in;
+	return marked == in ? 0 : -EFAULT;
 }

@@ -15,6 +15,7 @@
 #include <metadef/metadef.h>
 #include <metadef/onnx.h>
 
+#include "heap.h"
 #include "internal.h"
 #include "onnx_internal.h"
 #include "plan_internal.h"
@@ -419,37 +420,11 @@ static int meta_only(const Onnx__NodeProto *n)
 
 /* ------------------------------------------------------------ order */
 
-/* Min-heap of node indices: Kahn's algorithm keeps the file's order. */
-static void heap_push(int *h, size_t *n, int v)
+/* Kahn's algorithm on a min-heap of node indices keeps the file's order. */
+static bool node_less(const void *a, const void *b, void *arg)
 {
-	size_t i = (*n)++;
-
-	while (i && h[(i - 1) / 2] > v) {
-		h[i] = h[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h[i] = v;
-}
-
-static int heap_pop(int *h, size_t *n)
-{
-	int top = h[0], v = h[--*n];
-	size_t i = 0, k;
-
-	for (;;) {
-		k = 2 * i + 1;
-		if (k >= *n)
-			break;
-		if (k + 1 < *n && h[k + 1] < h[k])
-			k++;
-		if (h[k] >= v)
-			break;
-		h[i] = h[k];
-		i = k;
-	}
-	if (*n)
-		h[i] = v;
-	return top;
+	(void)arg;
+	return *(const int *)a < *(const int *)b;
 }
 
 /*
@@ -459,7 +434,8 @@ static int heap_pop(int *h, size_t *n)
 static int topo_order(struct ox_ctx *c, int *order)
 {
 	const Onnx__GraphProto *g = c->g;
-	size_t nn = g->n_node, i, k, nh = 0, done = 0, nref = 0;
+	size_t nn = g->n_node, i, k, done = 0, nref = 0;
+	struct md_heap hp;
 	int *indeg, *heap, *first, *cons, *fill;
 	int ret = -ENOMEM;
 
@@ -505,16 +481,21 @@ static int topo_order(struct ox_ctx *c, int *order)
 			cons[first[p] + fill[p]++] = (int)i;
 		}
 	}
-	for (i = 0; i < nn; i++)
-		if (!indeg[i])
-			heap_push(heap, &nh, (int)i);
-	while (nh) {
-		int v = heap_pop(heap, &nh);
+	md_heap_init(&hp, heap, sizeof(*heap), node_less, NULL);
+	for (i = 0; i < nn; i++) {
+		int v = (int)i;
 
+		if (!indeg[i])
+			md_heap_push(&hp, &v);
+	}
+	while (hp.n) {
+		int v;
+
+		md_heap_pop(&hp, &v);
 		order[done++] = v;
 		for (k = (size_t)first[v]; k < (size_t)first[v + 1]; k++)
 			if (!--indeg[cons[k]])
-				heap_push(heap, &nh, cons[k]);
+				md_heap_push(&hp, &cons[k]);
 	}
 	ret = 0;
 	if (done < nn) {

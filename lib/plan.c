@@ -30,6 +30,7 @@
 #include "internal.h"
 #include "itree.h"
 #include "plan_internal.h"
+#include "heap.h"
 #include "random.h"
 #include "rbtree.h"
 
@@ -119,6 +120,15 @@ struct pstate {
  * exactly once. Both parts together visit only the neighbours themselves
  * (an interval tree walks past many more nodes to reach them), and read
  * their ranges in sequence. Built the first time the gap tree gives up.
+ *
+ * The library has three segment trees on purpose, not one: this one is
+ * static (every node's slots counted up front, a flat array per node,
+ * filled once per pass, queried leaf to root for a stabbed instant); the
+ * gap tree (gaptree.c) is dynamic, keeps per node the union of its
+ * ranges as a treap of merged ranges with the largest gap, and answers a
+ * window; the exact solver's (exact_bounds.c) holds one number per
+ * section with range add and range max. They share the idea of covering
+ * an interval with O(log n) nodes, not what a node holds nor the query.
  */
 struct stab {
 	uint32_t nv;		/* distinct lower ends (leaves) */
@@ -530,46 +540,19 @@ static void sort_ranges(struct range *r, size_t k)
 }
 
 /*
- * Many ranges (a long-lived buffer among thousands of short ones): LSD
- * radix sort on the offset, bytes that are the same everywhere skipped.
+ * Many ranges (a long-lived buffer among thousands of short ones): the
+ * library's radix sort (sort.c) on the offset.
  */
 static void sort_ranges_big(struct placer *pl, size_t k)
 {
-	struct range *src = pl->rng, *dst = pl->tmp;
-	uint64_t all_or = 0, all_and = ~0ULL;
-	size_t cnt[256], i;
-	unsigned int shift;
-
-	if (k <= 96) {
+	if (k <= 96)
 		sort_ranges(pl->rng, k);
-		return;
-	}
-	for (i = 0; i < k; i++) {
-		all_or |= src[i].off;
-		all_and &= src[i].off;
-	}
-	for (shift = 0; shift < 64; shift += 8) {
-		size_t sum = 0;
-
-		if (!(((all_or ^ all_and) >> shift) & 0xff))
-			continue;
-		memset(cnt, 0, sizeof(cnt));
-		for (i = 0; i < k; i++)
-			cnt[(src[i].off >> shift) & 0xff]++;
-		for (i = 0; i < 256; i++) {
-			size_t c = cnt[i];
-
-			cnt[i] = sum;
-			sum += c;
-		}
-		for (i = 0; i < k; i++)
-			dst[cnt[(src[i].off >> shift) & 0xff]++] = src[i];
-		src = dst;
-		dst = dst == pl->rng ? pl->tmp : pl->rng;
-	}
-	if (src != pl->rng)
-		memcpy(pl->rng, src, k * sizeof(*src));
+	else
+		md_radix_sort16(pl->rng, pl->tmp, k);
 }
+
+_Static_assert(sizeof(struct range) == 16 && offsetof(struct range, off) == 0,
+	       "struct range is a 16-byte record keyed by its offset");
 
 /* Memory ranges of the placed buffers alive with @b, sorted by offset. */
 static inline void add_range(struct placer *pl, uint32_t x, size_t *m)
@@ -1339,8 +1322,11 @@ struct hent {
 	uint32_t idx;
 };
 
-static int hent_less(const struct hent *a, const struct hent *b)
+static bool hent_less(const void *pa, const void *pb, void *arg)
 {
+	const struct hent *a = pa, *b = pb;
+
+	(void)arg;
 	if (a->off != b->off)
 		return a->off < b->off;
 	if (a->tie != b->tie)
@@ -1348,43 +1334,6 @@ static int hent_less(const struct hent *a, const struct hent *b)
 	if (a->tie2 != b->tie2)
 		return a->tie2 < b->tie2;
 	return a->idx < b->idx;
-}
-
-static void heap_push(struct hent *h, size_t *n, struct hent e)
-{
-	size_t i = (*n)++;
-
-	while (i) {
-		size_t up = (i - 1) / 2;
-
-		if (!hent_less(&e, &h[up]))
-			break;
-		h[i] = h[up];
-		i = up;
-	}
-	h[i] = e;
-}
-
-static struct hent heap_pop(struct hent *h, size_t *n)
-{
-	struct hent top = h[0], e = h[--(*n)];
-	size_t i = 0;
-
-	for (;;) {
-		size_t c = 2 * i + 1;
-
-		if (c >= *n)
-			break;
-		if (c + 1 < *n && hent_less(&h[c + 1], &h[c]))
-			c++;
-		if (!hent_less(&h[c], &e))
-			break;
-		h[i] = h[c];
-		i = c;
-	}
-	if (*n)
-		h[i] = e;
-	return top;
 }
 
 /* Heap keys of the lowest-first strategies: smaller goes first on ties. */
@@ -1442,8 +1391,9 @@ static int place_lowest(struct placer *pl, int strat, uint32_t *order,
 	const struct md_problem *p = pl->p;
 	struct stale_ctx sc = { p, cached, NULL, 0, 0 };
 	struct md_itree pend;
+	struct md_heap hp;
 	struct hent *h;
-	size_t hn = 0, i, k = 0;
+	size_t i, k = 0;
 	int ret;
 
 	h = malloc((p->n + 1) * sizeof(*h));
@@ -1453,6 +1403,7 @@ static int place_lowest(struct placer *pl, int strat, uint32_t *order,
 		free(sc.stale);
 		return -ENOMEM;
 	}
+	md_heap_init(&hp, h, sizeof(*h), hent_less, NULL);
 	placer_reset(pl);
 	ret = place_fixed(pl);
 	for (i = 0; i < p->n && !ret; i++) {
@@ -1465,14 +1416,17 @@ static int place_lowest(struct placer *pl, int strat, uint32_t *order,
 		ret = find_offset(pl, (uint32_t)i, FIT_FIRST, &e.off);
 		cached[i] = e.off;
 		sc.stale[i] = 0;
-		heap_push(h, &hn, e);
+		md_heap_push(&hp, &e);
 		if (!ret && !pl->bwd_start)
 			ret = md_itree_insert(&pend, (uint32_t)i, b->lower,
 					      b->upper);
 	}
-	while (hn && !ret) {
-		struct hent e = heap_pop(h, &hn);
-		const struct md_buffer *b = &p->bufs[e.idx];
+	while (hp.n && !ret) {
+		const struct md_buffer *b;
+		struct hent e;
+
+		md_heap_pop(&hp, &e);
+		b = &p->bufs[e.idx];
 
 		if (sc.stale[e.idx]) {
 			ret = find_offset(pl, e.idx, FIT_FIRST, &e.off);
@@ -1481,7 +1435,7 @@ static int place_lowest(struct placer *pl, int strat, uint32_t *order,
 			sc.stale[e.idx] = 0;
 			if (e.off != cached[e.idx]) {
 				cached[e.idx] = e.off;
-				heap_push(h, &hn, e);
+				md_heap_push(&hp, &e);
 				continue;
 			}
 		}

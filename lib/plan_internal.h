@@ -60,5 +60,10 @@ struct md_kv {
  * the same everywhere). Equal keys keep their order. Return: 0 or -ENOMEM.
  */
 int md_sort_kv(struct md_kv *a, size_t n);
+/*
+ * Stable sort of @n 16-byte records at @a by their first 64 bits (an
+ * unsigned key), @tmp scratch room for as many (lib/sort.c).
+ */
+void md_radix_sort16(void *a, void *tmp, size_t n);
 
 #endif /* METADEF_PLAN_INTERNAL_H */

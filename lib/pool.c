@@ -45,7 +45,7 @@ static inline unsigned int cls_calc(uint64_t u)
 
 	if (u <= 8)
 		return (unsigned int)u - 1;
-	p = 63 - __builtin_clzll(u - 1);
+	p = md_ilog2(u - 1);
 	return 8 + (p - 3) * 4 + (unsigned int)((u - 1) >> (p - 2)) - 4;
 }
 
@@ -855,7 +855,7 @@ static INLINE void slab_free(struct md_pool *pool, struct md_pool_block *b,
 static int xtier_alloc(struct md_pool *pool, uint64_t size,
 		       const struct md_alloc_opts *opts, struct md_buf *out)
 {
-	enum md_pool_tier tier = md_pool_tier_of(size);
+	enum md_pool_tier tier = pool_tier_for(pool, size);
 	struct md_pool_block *b;
 	struct tc_cell *cell;
 	bool locked;
@@ -886,12 +886,15 @@ static uint64_t block_size(struct md_pool *pool, uint64_t size)
 {
 	uint64_t g;
 
-	switch (md_pool_tier_of(size)) {
+	switch (pool_tier_for(pool, size)) {
 	case MD_TIER_SLAB:
 		return pool->cls[cls_index((size + pool->unit - 1) >>
 					   pool->lg_unit)].size;
 	case MD_TIER_BUDDY:
 		g = pool->granule;
+		break;
+	case MD_TIER_DYNAMIC:
+		g = pool->align;
 		break;
 	default:
 		g = pool->align > pool->page ? pool->align : pool->page;
@@ -911,7 +914,7 @@ alloc_retry(struct md_pool *pool, uint64_t size,
 	md_pool_limit_hit = false;
 	err = alloc_once(pool, size, opts, out);
 	if (err == -ENOMEM || err == -EDQUOT) {
-		enum md_pool_tier tier = md_pool_tier_of(size);
+		enum md_pool_tier tier = pool_tier_for(pool, size);
 
 		atomic_fetch_add(&pool->oom_count[tier], 1);
 		pool_oom_fill(pool, tier, size, block_size(pool, size), err,
@@ -1094,7 +1097,8 @@ MD_API int md_pool_create(struct md_device *dev,
 	pthread_once(&cls_once, cls_table_init);
 	if (!md_is_pow2(align) || align > MD_POOL_BUDDY_LIMIT)
 		return -EINVAL;
-	if (cfg && ((cfg->flags & ~MD_POOL_NO_TCACHE) || cfg->pad))
+	if (cfg && ((cfg->flags & ~(MD_POOL_NO_TCACHE | MD_POOL_DYNAMIC)) ||
+		    cfg->pad))
 		return -EINVAL;
 	unit = align > SLAB_UNIT_MIN ? align : SLAB_UNIT_MIN;
 	umax = (MD_POOL_SLAB_LIMIT - 1 + unit - 1) / unit;
@@ -1123,7 +1127,7 @@ MD_API int md_pool_create(struct md_device *dev,
 	pool->id = atomic_fetch_add(&next_pool_id, 1) + 1;
 	pool->nclasses = n;
 	pool->unit = unit;
-	pool->lg_unit = __builtin_ctzll(unit);
+	pool->lg_unit = md_ctz64(unit);
 	pool->align = align;
 	pool->page = md_device_page_size(dev);
 	pool->granule = granule;
@@ -1137,6 +1141,7 @@ MD_API int md_pool_create(struct md_device *dev,
 	pool->tiers[MD_TIER_SLAB] = &pool_slab_ops;
 	pool->tiers[MD_TIER_BUDDY] = &pool_buddy_ops;
 	pool->tiers[MD_TIER_LARGE] = &pool_large_ops;
+	pool->tiers[MD_TIER_DYNAMIC] = &pool_dyn_ops;
 	pthread_mutex_init(&pool->orphan_lock, NULL);
 	pthread_mutex_init(&pool->region_lock, NULL);
 	pthread_mutex_init(&pool->sr_lock, NULL);
@@ -1166,6 +1171,14 @@ MD_API int md_pool_create(struct md_device *dev,
 	pool->next = md_pool_list;
 	md_pool_list = pool;
 	pthread_mutex_unlock(&md_pool_list_lock);
+	if (pool->flags & MD_POOL_DYNAMIC) {
+		int err = pool_dyn_init(pool);
+
+		if (err) {
+			md_pool_destroy(pool);
+			return err;
+		}
+	}
 	*out = pool;
 	return 0;
 }

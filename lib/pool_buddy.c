@@ -80,7 +80,7 @@ static uint64_t find_free(const struct mbuddy *b, unsigned int k)
 
 	for (w = 0; w < n; w++)
 		if (b->bits[k][w])
-			return w * 64 + __builtin_ctzll(b->bits[k][w]);
+			return w * 64 + md_ctz64(b->bits[k][w]);
 	return 0;	/* not reached: nfree[k] said there is one */
 }
 
@@ -114,7 +114,7 @@ int64_t mbuddy_alloc(struct mbuddy *b, uint64_t units)
 	for (p = units; p < end; ) {
 		uint64_t s = p & -p;
 
-		free_block(b, __builtin_ctzll(s), (off + p) >> __builtin_ctzll(s));
+		free_block(b, md_ctz64(s), (off + p) >> md_ctz64(s));
 		p += s;
 	}
 	return (int64_t)off;

@@ -38,6 +38,8 @@ MD_API const char *md_pool_tier_name(enum md_pool_tier tier)
 		return "buddy";
 	case MD_TIER_LARGE:
 		return "large";
+	case MD_TIER_DYNAMIC:
+		return "dynamic";
 	default:
 		return "invalid";
 	}

@@ -15,6 +15,9 @@
  *                 stats cells, the thread-cache registry
  *   pool_buddy.c  the binary buddy both the slab regions and the buddy
  *                 tier use
+ *   pool_dyn.c    the dynamic tier (MD_POOL_DYNAMIC): dynpool.c's engine
+ *                 behind the same table
+ *   pool_summary.c md_pool_summary(): md_pool_stats() and the walks
  *
  * Calls go one way: pool.c -> pool_stats.c, pool_xtier.c -> pool_core.c,
  * pool_buddy.c; pool_core.c and pool_buddy.c call none of the others (a
@@ -328,6 +331,7 @@ struct md_pool {
 	struct md_oom_info last_oom;
 
 	const struct pool_tier_ops *tiers[MD_TIER_COUNT];
+	struct dtier *dyn;		/* MD_POOL_DYNAMIC, else NULL */
 
 	struct slab_class cls[];
 };
@@ -368,7 +372,18 @@ struct pool_tier_ops {
 };
 
 extern const struct pool_tier_ops pool_slab_ops, pool_buddy_ops,
-	pool_large_ops;
+	pool_large_ops, pool_dyn_ops;
+/* pool_dyn.c: the dynamic tier's engine (MD_POOL_DYNAMIC). 0 or -ENOMEM. */
+int pool_dyn_init(struct md_pool *pool);
+
+/* The tier a request of @size goes to in @pool. */
+static inline enum md_pool_tier pool_tier_for(const struct md_pool *pool,
+					      uint64_t size)
+{
+	if (size >= MD_POOL_SLAB_LIMIT && (pool->flags & MD_POOL_DYNAMIC))
+		return MD_TIER_DYNAMIC;
+	return md_pool_tier_of(size);
+}
 
 /* The thread caches' registry and the list of pools. */
 extern pthread_mutex_t md_pool_reg_lock;

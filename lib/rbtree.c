@@ -34,6 +34,10 @@ static void rb_rotate_left(struct md_rb_tree *t, struct md_rb_node *x)
 	rb_replace_link(t, x, y);
 	y->left = x;
 	x->parent = y;
+	if (t->augment) {	/* x is y's child now: x first */
+		t->augment(x);
+		t->augment(y);
+	}
 }
 
 static void rb_rotate_right(struct md_rb_tree *t, struct md_rb_node *x)
@@ -46,6 +50,10 @@ static void rb_rotate_right(struct md_rb_tree *t, struct md_rb_node *x)
 	rb_replace_link(t, x, y);
 	y->right = x;
 	x->parent = y;
+	if (t->augment) {
+		t->augment(x);
+		t->augment(y);
+	}
 }
 
 static void rb_insert_fixup(struct md_rb_tree *t, struct md_rb_node *z)
@@ -114,7 +122,16 @@ void md_rb_link(struct md_rb_tree *t, struct md_rb_node *n,
 	n->red = true;
 	*link = n;
 	t->count++;
+	/* Right above, then kept right by each rotation of the fixup. */
+	if (t->augment)
+		md_rb_augment_path(t, n);
 	rb_insert_fixup(t, n);
+}
+
+void md_rb_augment_path(struct md_rb_tree *t, struct md_rb_node *n)
+{
+	for (; n; n = n->parent)
+		t->augment(n);
 }
 
 void md_rb_replace(struct md_rb_tree *t, struct md_rb_node *old,
@@ -126,6 +143,8 @@ void md_rb_replace(struct md_rb_tree *t, struct md_rb_node *old,
 		n->left->parent = n;
 	if (n->right)
 		n->right->parent = n;
+	if (t->augment)
+		md_rb_augment_path(t, n);
 }
 
 /*
@@ -260,6 +279,12 @@ void md_rb_erase(struct md_rb_tree *t, struct md_rb_node *z)
 	}
 	t->count--;
 	z->parent = z->left = z->right = NULL;
+	/*
+	 * Every subtree that changed hangs on the path from xp up (y, if it
+	 * moved, is on it): right first, then kept right by the rotations.
+	 */
+	if (t->augment && xp)
+		md_rb_augment_path(t, xp);
 	if (!removed_red)
 		rb_erase_fixup(t, x, xp);
 }

@@ -2,8 +2,17 @@
 /*
  * An intrusive red-black tree (Cormen et al., ch. 13): parent pointers,
  * NULL leaves (black), keys compared by the caller's function. Used by the
- * dynamic pool (its free tree) and by the planner's sweep (free
- * gaps by offset and by length). Not thread-safe: callers lock.
+ * dynamic pool (its free tree), the device (its live regions by address),
+ * the planner's sweep (free gaps by offset and by length) and, augmented,
+ * by the interval tree (itree.c). Not thread-safe: callers lock.
+ *
+ * Augmented trees: with @augment set, every node carries a value computed
+ * from itself and its children (a subtree's largest end, a count...);
+ * @augment recomputes it for one node from its children's, and the tree
+ * calls it wherever a node's subtree changes (rotations, the path above
+ * an insertion or removal), so the value is right everywhere after every
+ * call. A node whose own key data changes in place needs
+ * md_rb_augment_path().
  */
 #ifndef METADEF_RBTREE_H
 #define METADEF_RBTREE_H
@@ -16,9 +25,13 @@ struct md_rb_node {
 	bool red;
 };
 
+/* Recompute @n's augmented value from its own data and its children's. */
+typedef void (*md_rb_augment_t)(struct md_rb_node *n);
+
 struct md_rb_tree {
 	struct md_rb_node *root;
 	size_t count;
+	md_rb_augment_t augment;	/* NULL: a plain tree */
 };
 
 /* < 0, 0, > 0 as @a sorts before, with or after @b. */
@@ -42,6 +55,9 @@ void md_rb_erase(struct md_rb_tree *t, struct md_rb_node *n);
  */
 void md_rb_replace(struct md_rb_tree *t, struct md_rb_node *old,
 		   struct md_rb_node *n);
+
+/* @augment on @n and on each of its ancestors, bottom up. */
+void md_rb_augment_path(struct md_rb_tree *t, struct md_rb_node *n);
 
 /* The leftmost / rightmost node of the subtree at @n (NULL if empty). */
 struct md_rb_node *md_rb_first(struct md_rb_node *n);

@@ -11,6 +11,7 @@
 #include <metadef/plan.h>
 
 #include "internal.h"
+#include "heap.h"
 #include "itree.h"
 #include "plan_internal.h"
 
@@ -39,33 +40,10 @@ struct live {
 	uint32_t idx, slot;
 };
 
-static void live_push(struct live *h, size_t *n, struct live e)
+static bool live_less(const void *a, const void *b, void *arg)
 {
-	size_t i = (*n)++;
-
-	while (i && h[(i - 1) / 2].upper > e.upper) {
-		h[i] = h[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h[i] = e;
-}
-
-static struct live live_pop(struct live *h, size_t *n)
-{
-	struct live top = h[0], e = h[--(*n)];
-	size_t i = 0, c;
-
-	while ((c = 2 * i + 1) < *n) {
-		if (c + 1 < *n && h[c + 1].upper < h[c].upper)
-			c++;
-		if (h[c].upper >= e.upper)
-			break;
-		h[i] = h[c];
-		i = c;
-	}
-	if (*n)
-		h[i] = e;
-	return top;
+	(void)arg;
+	return ((const struct live *)a)->upper < ((const struct live *)b)->upper;
 }
 
 MD_API int md_plan_validate(const struct md_problem *p,
@@ -75,11 +53,13 @@ MD_API int md_plan_validate(const struct md_problem *p,
 	struct live *heap = NULL;
 	uint32_t *owner = NULL, *free_slots = NULL;
 	struct md_itree t = { 0 };
-	size_t i, nh = 0, nfree = 0, nslots = 0, cap = 0;
+	struct md_heap hp;
+	size_t i, nfree = 0, nslots = 0, cap = 0;
 	int ret;
 
 	if (p->n >= MD_ITREE_NIL)
 		return -ERANGE;
+	md_heap_init(&hp, NULL, sizeof(*heap), live_less, NULL);
 	for (i = 0; i < p->n; i++) {
 		const struct md_buffer *b = &p->bufs[i];
 
@@ -110,9 +90,10 @@ MD_API int md_plan_validate(const struct md_problem *p,
 		const struct md_buffer *b = &p->bufs[x];
 
 		/* [lower, upper): whatever ended by now is gone. */
-		while (nh && heap[0].upper <= b->lower) {
-			struct live e = live_pop(heap, &nh);
+		while (hp.n && heap[0].upper <= b->lower) {
+			struct live e;
 
+			md_heap_pop(&hp, &e);
 			md_itree_remove(&t, e.slot);
 			free_slots[nfree++] = e.slot;
 		}
@@ -130,8 +111,10 @@ MD_API int md_plan_validate(const struct md_problem *p,
 				struct live *nh2 = realloc(heap, nc * sizeof(*nh2));
 				uint32_t *no, *nf;
 
-				if (nh2)
+				if (nh2) {
 					heap = nh2;
+					hp.base = heap;
+				}
 				no = realloc(owner, nc * sizeof(*no));
 				if (no)
 					owner = no;
@@ -149,7 +132,7 @@ MD_API int md_plan_validate(const struct md_problem *p,
 		slot = free_slots[--nfree];
 		owner[slot] = x;
 		md_itree_insert(&t, slot, offsets[x], offsets[x] + b->size);
-		live_push(heap, &nh, (struct live){ b->upper, x, slot });
+		md_heap_push(&hp, &(struct live){ b->upper, x, slot });
 	}
 	ret = 0;
 out:

@@ -3,7 +3,8 @@
  * libmetadef tiered pools: device memory for a runtime's tensors.
  *
  * A pool sits on a struct md_device and serves each request from one of
- * three tiers, chosen by the requested size:
+ * three tiers (four with MD_POOL_DYNAMIC, below), chosen by the requested
+ * size:
  *
  *   slab   size <  1 MiB   size classes (4 per power of two); slabs carved
  *                          out of "slab regions" (8 MiB by default); a
@@ -12,6 +13,12 @@
  *                          granules; a block is trimmed to whole granules)
  *   large  size > 16 MiB   a region of its own (md_region_alloc()); a freed
  *                          one is cached for a later request it fits
+ *
+ * or, with MD_POOL_DYNAMIC, every request of 1 MiB and up from a fourth:
+ *
+ *   dynamic size >= 1 MiB  best fit in a few growing regions, coalescing
+ *                          (the dynamic pool's engine, dynpool.h), for
+ *                          models whose tensor sizes change per request
  *
  * Every block starts at a multiple of the pool's alignment (the device's,
  * md_device_align(), unless configured) and its size is a multiple of it.
@@ -80,6 +87,7 @@ enum md_pool_tier {
 	MD_TIER_SLAB,
 	MD_TIER_BUDDY,
 	MD_TIER_LARGE,
+	MD_TIER_DYNAMIC,	/* only with MD_POOL_DYNAMIC */
 	MD_TIER_COUNT
 };
 
@@ -123,6 +131,12 @@ typedef void (*md_pool_handler_t)(const struct md_pool_violation *v,
 
 /* Flags of struct md_pool_config. */
 #define MD_POOL_NO_TCACHE	0x1u	/* no per-thread caches: every slab op locks */
+/*
+ * Requests of MD_POOL_SLAB_LIMIT and up go to the dynamic tier instead of
+ * buddy and large (its regions: at least buddy_region each, at most
+ * @limit in all; they count against the limit like the other tiers').
+ */
+#define MD_POOL_DYNAMIC		0x2u
 
 struct md_pool_config {
 	/* Block alignment, a power of two; 0: md_device_align(dev). */
@@ -225,7 +239,7 @@ uint64_t md_pool_align(const struct md_pool *pool);
 /* The tier a request of @size bytes goes to. */
 enum md_pool_tier md_pool_tier_of(uint64_t size);
 
-/* "slab", "buddy", "large"; "invalid" otherwise. */
+/* "slab", "buddy", "large", "dynamic"; "invalid" otherwise. */
 const char *md_pool_tier_name(enum md_pool_tier tier);
 const char *md_pool_violation_name(enum md_pool_violation_kind kind);
 
@@ -306,6 +320,34 @@ int md_snapshot(struct md_pool *pool, FILE *out);
  * than or equal to @len means it was cut), -ENOMEM or -EIO.
  */
 long md_snapshot_buf(struct md_pool *pool, char *buf, size_t len);
+
+/* Flags of md_pool_summary(). */
+#define MD_SUMMARY_BYTES	0x1u	/* every size in bytes, for scripts */
+#define MD_SUMMARY_FLAGS	0x1u	/* all of them */
+
+/*
+ * md_pool_summary() - the pool's figures as a table for people to read
+ * (what framework allocators call a memory summary): one column per tier
+ * and one for the whole pool; rows reserved (region bytes) and its peak,
+ * allocated (block bytes handed out, live) with its peak and its total
+ * ever, active (bytes of blocks users hold right now: ACTIVE), requested,
+ * free, largest free extent, fragmentation, blocks (live, peak, ever),
+ * active blocks, regions (held, ever obtained), allocations refused for
+ * lack of memory; then the refused operations by kind. Sizes in B, KiB,
+ * MiB, GiB or TiB (two decimals), or exact with MD_SUMMARY_BYTES. The
+ * figures are md_pool_stats()'s (lib/runtime.md) but active, counted by
+ * walking the live blocks. Return: 0, -EINVAL (NULL @pool or @out, unknown
+ * flags) or -EIO (write error).
+ */
+int md_pool_summary(struct md_pool *pool, FILE *out, unsigned int flags);
+
+/*
+ * md_pool_summary_buf() - md_pool_summary() into @buf (at most @len bytes
+ * with the NUL). Return: the length of the whole summary (as snprintf():
+ * larger than or equal to @len means it was cut), -EINVAL, -ENOMEM or -EIO.
+ */
+long md_pool_summary_buf(struct md_pool *pool, char *buf, size_t len,
+			 unsigned int flags);
 
 /* What md_memory_cleaner() did and found. */
 struct md_cleaner_report {

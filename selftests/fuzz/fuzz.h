@@ -17,6 +17,8 @@
 
 #include <metadef/plan.h>
 
+#include "random.h"
+
 #define FUZZ_CHECK(cond, ...)						\
 	do {								\
 		if (!(cond)) {						\
@@ -52,12 +54,7 @@ static inline uint64_t fuzz_hash(const uint8_t *data, size_t size)
 
 static inline uint64_t fuzz_rand(uint64_t *s)
 {
-	/* splitmix64 */
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+	return md_splitmix64(s);
 }
 
 /*

@@ -20,6 +20,8 @@
 
 #include <linux/metadef.h>
 
+#include "random.h"
+
 /* INFO of @fd's domain; all zero if the ioctl fails. */
 static inline struct metadef_info info_of(int fd)
 {
@@ -245,11 +247,7 @@ static inline long long md_leaks(int ms, struct md_leftovers *l)
  */
 static inline uint64_t md_rand(uint64_t *s)
 {
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+	return md_splitmix64(s);
 }
 
 /* A seed from the environment (decimal or 0x hex), or @dflt. */

@@ -119,6 +119,115 @@ TEST(itree_random_vs_brute_force)
 	md_itree_free(&t);
 }
 
+/* (lo, id) order of the brute-force list, what collect reports. */
+static const uint64_t *key_lo;
+static int cmp_lo_id(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	if (key_lo[x] != key_lo[y])
+		return key_lo[x] < key_lo[y] ? -1 : 1;
+	return (x > y) - (x < y);
+}
+
+static int count_fn(void *arg, uint32_t id)
+{
+	uint32_t *v = arg;
+
+	v[1 + v[0]++] = id;
+	return 0;
+}
+
+/*
+ * Grown while full of intervals (the array moves: every link rewritten),
+ * checked after every operation; collect and query report in (lo, id)
+ * order without sorting, any() names an interval that overlaps.
+ */
+TEST(itree_grow_while_populated_ordered_reports)
+{
+	enum { N = 3000, ROUNDS = 12000 };
+	uint64_t *lo = calloc(N, sizeof(*lo)), *hi = calloc(N, sizeof(*hi));
+	uint32_t *got = calloc(N, sizeof(*got)), *want = calloc(N, sizeof(*want));
+	uint32_t *q = calloc(N + 1, sizeof(*q));
+	uint64_t seed = test_seed(0x17ee5eedULL);
+	int *in = calloc(N, sizeof(*in));
+	struct md_itree t;
+	size_t cap = 8;
+	int r;
+
+	ASSERT_TRUE(lo && hi && got && want && q && in);
+	key_lo = lo;
+	ASSERT_EQ(0, md_itree_init(&t, cap));
+	for (r = 0; r < ROUNDS; r++) {
+		/* Ids reach further as the rounds go: the tree grows. */
+		size_t reach = 8 + (size_t)r * N / ROUNDS;
+		uint32_t id = (uint32_t)(xorshift64(&seed) % reach), any;
+		uint64_t a = xorshift64(&seed) % 5000;
+		uint64_t b = a + 1 + xorshift64(&seed) % 400;
+		size_t k, w = 0, i;
+
+		if (id >= cap) {
+			ASSERT_EQ(-ERANGE, md_itree_insert(&t, id, 1, 2));
+			cap = cap * 2 > N ? N : cap * 2;
+			ASSERT_EQ(0, md_itree_grow(&t, cap));
+			ASSERT_EQ(0, md_itree_check(&t));
+		}
+		if (in[id]) {
+			ASSERT_EQ(0, md_itree_remove(&t, id));
+			ASSERT_EQ(-ENOENT, md_itree_remove(&t, id));
+			in[id] = 0;
+		} else {
+			lo[id] = xorshift64(&seed) % 5000;
+			hi[id] = lo[id] + xorshift64(&seed) % 150;
+			ASSERT_EQ(0, md_itree_insert(&t, id, lo[id], hi[id]));
+			ASSERT_EQ(-EEXIST, md_itree_insert(&t, id, 0, 1));
+			in[id] = 1;
+		}
+		ASSERT_EQ(0, md_itree_check(&t));
+		for (i = 0; i < cap; i++)
+			if (in[i] && lo[i] < hi[i] && lo[i] < b && hi[i] > a)
+				want[w++] = (uint32_t)i;
+		qsort(want, w, sizeof(*want), cmp_lo_id);
+		k = md_itree_collect(&t, a, b, got, N);
+		ASSERT_EQ(w, k);
+		ASSERT_EQ(0, memcmp(got, want, k * sizeof(*got)));
+		q[0] = 0;
+		ASSERT_EQ(0, md_itree_query(&t, a, b, count_fn, q));
+		ASSERT_EQ(w, q[0]);
+		ASSERT_EQ(0, memcmp(q + 1, want, w * sizeof(*got)));
+		/* An empty query overlaps nothing, even inside intervals. */
+		ASSERT_EQ(0u, md_itree_collect(&t, a, a, got, N));
+		ASSERT_EQ(MD_ITREE_NIL, md_itree_any(&t, a, a));
+		any = md_itree_any(&t, a, b);
+		if (w) {
+			ASSERT_NE(MD_ITREE_NIL, any);
+			ASSERT_TRUE(in[any] && lo[any] < b && hi[any] > a &&
+				    lo[any] < hi[any]);
+		} else {
+			ASSERT_EQ(MD_ITREE_NIL, any);
+		}
+	}
+	ASSERT_EQ((size_t)N, cap);
+	/* A wrong max is caught. */
+	for (r = 0; r < N && !in[r]; r++)
+		;
+	ASSERT_LT(r, N);
+	t.nodes[r].max += 1000000;
+	EXPECT_EQ(-EFAULT, md_itree_check(&t));
+	t.nodes[r].max -= 1000000;
+	EXPECT_EQ(0, md_itree_check(&t));
+	md_itree_clear(&t);
+	EXPECT_EQ(0, md_itree_check(&t));
+	EXPECT_EQ(MD_ITREE_NIL, md_itree_any(&t, 0, UINT64_MAX));
+	md_itree_free(&t);
+	free(lo);
+	free(hi);
+	free(got);
+	free(want);
+	free(q);
+	free(in);
+}
+
 static void small_problem(struct md_problem *p)
 {
 	md_problem_init(p);

@@ -13,7 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <metadef/device.h>
 #include <metadef/plan.h>
+#include <metadef/pool.h>
 
 #include "json_mini.h"
 #include "kselftest_harness.h"
@@ -634,6 +636,99 @@ TEST_F(cli, plan_csv_svg_json)
 	EXPECT_NE(NULL, strstr(self->out, "\"peak\": 12,"));
 	EXPECT_NE(NULL, strstr(self->out, "\"lower_bound\": 12,"));
 	EXPECT_NE(NULL, strstr(self->out, "\"strategies\": {"));
+}
+
+/*
+ * --pool: a series of pool snapshots (a runtime appending md_snapshot()
+ * to a file) counted and drawn: well-formed SVG (xmllint when installed,
+ * else the structure checked here) with one rectangle per block life;
+ * lives counted by the test from its own handles.
+ */
+TEST_F(cli, pool_snapshots_svg_one_rect_per_block)
+{
+	struct md_device_config dc = { .backend = "host", .align = 256 };
+	struct md_pool_config pc = { .flags = MD_POOL_DYNAMIC };
+	char path[PATH_MAX + 64], want[128], *text;
+	struct md_buf b[8];
+	int seen[8] = { 0 }, lives = 0, i, k, rects = 0;
+	uint64_t seed = 0x5eed5eedULL;
+	struct md_device *dev;
+	struct md_pool *pool;
+	size_t n;
+	FILE *f;
+
+	ASSERT_EQ(0, md_device_open(&dc, &dev));
+	ASSERT_EQ(0, md_pool_create(dev, &pc, &pool));
+	snprintf(path, sizeof(path), "%s/snaps.json", dir);
+	f = fopen(path, "w");
+	ASSERT_NE(NULL, f);
+	memset(b, 0, sizeof(b));
+	for (i = 0; i < 10; i++) {
+		for (k = 0; k < 3; k++) {
+			int j;
+
+			seed ^= seed << 13;
+			seed ^= seed >> 7;
+			seed ^= seed << 17;
+			j = (int)(seed % 8);
+			if (b[j].block) {
+				ASSERT_EQ(0, md_free(pool, &b[j]));
+				b[j].block = NULL;
+			} else {
+				ASSERT_EQ(0, md_alloc_tagged(pool, 1 + (seed >> 8) %
+							     (24u << 20),
+							     "a<b>&c", &b[j]));
+				seen[j] = 0;
+			}
+		}
+		/* A life is counted once, in the first snapshot it is in. */
+		for (k = 0; k < 8; k++)
+			if (b[k].block && !seen[k]) {
+				seen[k] = 1;
+				lives++;
+			}
+		ASSERT_EQ(0, md_snapshot(pool, f));
+	}
+	ASSERT_EQ(0, fclose(f));
+	md_pool_destroy(pool);
+	md_device_close(dev);
+	ASSERT_GT(lives, 5);
+
+	ASSERT_EQ(0, run("--pool --svg pool.svg snaps.json", self->out,
+			 sizeof(self->out)));
+	snprintf(want, sizeof(want), "10 snapshots, %d blocks", lives);
+	EXPECT_NE(NULL, strstr(self->out, want)) TH_LOG("%s", self->out);
+	snprintf(path, sizeof(path), "%s/pool.svg", dir);
+	f = fopen(path, "r");
+	ASSERT_NE(NULL, f);
+	text = calloc(1, 1 << 18);
+	ASSERT_NE(NULL, text);
+	n = fread(text, 1, (1 << 18) - 1, f);
+	fclose(f);
+	ASSERT_GT(n, 0u);
+	for (char *s = text; (s = strstr(s, "<rect class=\"block\"")); s++)
+		rects++;
+	EXPECT_EQ(lives, rects);
+	/* Tags escaped; one <svg> element, closed at the end. */
+	EXPECT_NE(NULL, strstr(text, "a&lt;b&gt;&amp;c dynamic"));
+	EXPECT_EQ(NULL, strstr(text, "a<b>"));
+	EXPECT_EQ(text, strstr(text, "<?xml version=\"1.0\""));
+	EXPECT_NE(NULL, strstr(text, "<svg xmlns="));
+	EXPECT_EQ(NULL, strstr(strstr(text, "<svg xmlns=") + 1, "<svg"));
+	EXPECT_EQ(0, strcmp(text + n - 7, "</svg>\n"));
+	free(text);
+	if (!system("command -v xmllint >/dev/null 2>&1")) {
+		char cmd[PATH_MAX + 96];
+
+		snprintf(cmd, sizeof(cmd), "xmllint --noout '%s'", path);
+		EXPECT_EQ(0, system(cmd));
+	}
+
+	/* Not snapshots; --pool with -o, or two files. */
+	EXPECT_RUN(1, "--pool good.csv", "not a series of pool snapshots");
+	EXPECT_RUN(2, "--pool -o x.csv snaps.json", "--pool takes one file");
+	EXPECT_RUN(2, "--pool snaps.json snaps.json", "--pool takes one file");
+	EXPECT_RUN(1, "--pool nosuch.json", "nosuch.json");
 }
 
 TEST_F(cli, graph_and_inter_model)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bitmath.h"
 #include "pool_internal.h"
 #include "test_util.h"
 #include "kselftest_harness.h"
@@ -24,11 +25,6 @@ static uint64_t rng = 0x2545f4914f6cdd1dull;
 static uint64_t rnd(void)
 {
 	return xorshift64(&rng);
-}
-
-static unsigned int clog2(uint64_t n)
-{
-	return n <= 1 ? 0 : 64 - __builtin_clzll(n - 1);
 }
 
 /* Is [off, off + n) free in the model? */
@@ -79,7 +75,7 @@ static void run(struct __test_metadata *_metadata, unsigned int order,
 			lv[k] = lv[--n];
 		} else {
 			uint64_t want = 1 + rnd() % maxreq, i, off;
-			uint64_t align = 1ull << clog2(want);
+			uint64_t align = 1ull << md_ceil_log2(want);
 			bool fits = false;
 			int64_t got = mbuddy_alloc(&b, want);
 

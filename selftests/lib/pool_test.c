@@ -878,7 +878,7 @@ static void stats_script(struct __test_metadata *_metadata, uint32_t flags)
 				track(&e[MD_TIER_COUNT], &b[i], req[i], false);
 				b[i].block = NULL;
 			} else if (!b[i].block) {
-				seed = seed * 6364136223846793005ull + 1;
+				xorshift64(&seed);
 				req[i] = i % 97 == 0 ? 17 * MiB + seed % MiB :
 					 i % 13 == 0 ? MiB + seed % (8 * MiB) :
 						       1 + (seed >> 20) % (300 * KiB);
@@ -887,7 +887,7 @@ static void stats_script(struct __test_metadata *_metadata, uint32_t flags)
 				track(&e[t], &b[i], req[i], true);
 				track(&e[MD_TIER_COUNT], &b[i], req[i], true);
 			}
-			seed = seed * 6364136223846793005ull + 1;
+			xorshift64(&seed);
 		}
 		md_pool_stats(pool, &st);
 		for (t = 0; t < MD_TIER_COUNT; t++)
@@ -1640,6 +1640,335 @@ TEST(destroy_with_live_blocks)
 	EXPECT_GT(dev_bytes(dev), 0);
 	md_pool_destroy(pool);
 	EXPECT_EQ(0, dev_bytes(dev));
+	md_device_close(dev);
+}
+
+/* ------------------------------------------------------------ summary */
+
+/* The summary's rows, in order, and where md_pool_stats() has each. */
+#define SROW(l, f)	{ l, offsetof(struct md_tier_stats, f), 0 }
+static const struct {
+	const char *label;
+	size_t off;
+	int active;	/* 1: active bytes, 2: active blocks (not in stats) */
+} summary_rows[] = {
+	SROW("reserved", region_bytes),
+	SROW("peak", region_peak_bytes),
+	SROW("allocated", current_bytes),
+	SROW("peak", peak_bytes),
+	SROW("ever", allocated_bytes),
+	{ "active", 0, 1 },
+	SROW("requested", requested_bytes),
+	SROW("free", free_bytes),
+	SROW("largest free", largest_free),
+	SROW("fragmentation", fragmentation),
+	SROW("blocks", current_count),
+	SROW("peak", peak_count),
+	SROW("ever", alloc_count),
+	{ "active blocks", 0, 2 },
+	SROW("regions", region_count),
+	SROW("ever", region_allocs),
+	SROW("out of memory", oom_count),
+};
+
+/*
+ * A known sequence over every tier (some blocks held, some freed, two
+ * refused frees), then the summary in bytes read back row by row: every
+ * figure is md_pool_stats()'s, the active ones what the test holds.
+ */
+TEST(summary_agrees_with_stats)
+{
+	static const uint64_t sizes[] = {
+		100, 3000, 64 * KiB, 700 * KiB, 2 * MiB, 5 * MiB, 20 * MiB,
+		40 * MiB, 1000, 2 * MiB,
+	};
+	enum { N = sizeof(sizes) / sizeof(sizes[0]) };
+	uint64_t act_b[MD_TIER_COUNT + 1] = { 0 }, act_c[MD_TIER_COUNT + 1] = { 0 };
+	struct md_device *dev = host_dev(256);
+	struct md_pool_stats st;
+	struct md_pool *pool;
+	struct md_buf b[N];
+	char *text, *line, *save = NULL;
+	long len, len2;
+	size_t r = 0;
+	int i, t;
+
+	ASSERT_NE(NULL, dev);
+	ASSERT_EQ(0, md_pool_create(dev, NULL, &pool));
+	for (i = 0; i < N; i++)
+		ASSERT_EQ(0, md_alloc(pool, sizes[i], &b[i]));
+	/* Held: 0, 4, 6 (slab, buddy, large); freed: 1, 5, 7. */
+	for (i = 0; i < N; i++) {
+		if (i == 0 || i == 4 || i == 6) {
+			ASSERT_EQ(0, md_buf_acquire(pool, &b[i]));
+			act_b[b[i].tier] += b[i].size;
+			act_c[b[i].tier]++;
+			act_b[MD_TIER_COUNT] += b[i].size;
+			act_c[MD_TIER_COUNT]++;
+		}
+	}
+	/* 3 is acquired and released: RELEASED, not active. */
+	ASSERT_EQ(0, md_buf_acquire(pool, &b[3]));
+	ASSERT_EQ(1, md_buf_release(pool, &b[3]));
+	ASSERT_EQ(0, md_free(pool, &b[1]));
+	ASSERT_EQ(0, md_free(pool, &b[5]));
+	ASSERT_EQ(0, md_free(pool, &b[7]));
+	ASSERT_EQ(-EINVAL, md_free(pool, &b[7]));	/* double free */
+	ASSERT_EQ(-EBUSY, md_free(pool, &b[0]));	/* held */
+
+	EXPECT_EQ(-EINVAL, md_pool_summary(pool, stdout, 0x80));
+	EXPECT_EQ(-EINVAL, md_pool_summary(pool, NULL, 0));
+	len = md_pool_summary_buf(pool, NULL, 0, MD_SUMMARY_BYTES);
+	ASSERT_GT(len, 0);
+	text = malloc((size_t)len + 1);
+	ASSERT_NE(NULL, text);
+	len2 = md_pool_summary_buf(pool, text, (size_t)len + 1,
+				   MD_SUMMARY_BYTES);
+	ASSERT_EQ(len, len2);
+	ASSERT_EQ((size_t)len, strlen(text));
+	md_pool_stats(pool, &st);
+
+	line = strtok_r(text, "\n", &save);
+	ASSERT_NE(NULL, line);
+	EXPECT_NE(NULL, strstr(line, "backend host"));
+	EXPECT_NE(NULL, strstr(line, "alignment 256"));
+	line = strtok_r(NULL, "\n", &save);	/* the column heads */
+	ASSERT_NE(NULL, line);
+	EXPECT_NE(NULL, strstr(line, "slab"));
+	EXPECT_NE(NULL, strstr(line, "buddy"));
+	EXPECT_NE(NULL, strstr(line, "large"));
+	EXPECT_NE(NULL, strstr(line, "total"));
+	for (r = 0; r < sizeof(summary_rows) / sizeof(summary_rows[0]); r++) {
+		char label[15], *p, *end;
+
+		line = strtok_r(NULL, "\n", &save);
+		ASSERT_NE(NULL, line);
+		ASSERT_GT(strlen(line), 14u);
+		memcpy(label, line, 14);
+		label[14] = '\0';
+		for (i = 13; i >= 0 && label[i] == ' '; i--)
+			label[i] = '\0';
+		p = label;
+		while (*p == ' ')
+			p++;
+		ASSERT_STREQ(summary_rows[r].label, p);
+		p = line + 14;
+		for (t = 0; t <= MD_TIER_COUNT; t++) {
+			const struct md_tier_stats *s = t < MD_TIER_COUNT ?
+				&st.tier[t] : &st.total;
+			const char *f = (const char *)s + summary_rows[r].off;
+
+			if (summary_rows[r].off ==
+			    offsetof(struct md_tier_stats, fragmentation) &&
+			    !summary_rows[r].active) {
+				double d = strtod(p, &end), want;
+
+				memcpy(&want, f, sizeof(want));
+				ASSERT_NE(p, end);
+				EXPECT_LT(fabs(d - want), 1e-4) TH_LOG(
+					"row %s tier %d", p, t);
+			} else {
+				uint64_t v = strtoull(p, &end, 10), want;
+
+				ASSERT_NE(p, end);
+				if (summary_rows[r].active == 1)
+					want = act_b[t];
+				else if (summary_rows[r].active == 2)
+					want = act_c[t];
+				else
+					memcpy(&want, f, sizeof(want));
+				EXPECT_EQ(want, v) TH_LOG("row %zu (%s), tier %d",
+							  r, summary_rows[r].label,
+							  t);
+			}
+			p = end;
+		}
+	}
+	/* The sequence left figures a summary must show, not zeros. */
+	EXPECT_EQ(7u, st.total.current_count);
+	EXPECT_EQ(3u, act_c[MD_TIER_COUNT]);
+	EXPECT_GT(st.tier[MD_TIER_LARGE].region_bytes, 0u);
+	line = strtok_r(NULL, "\n", &save);
+	ASSERT_NE(NULL, line);
+	EXPECT_NE(NULL, strstr(line, "refused operations 2:"));
+	EXPECT_NE(NULL, strstr(line, "double free 1"));
+	EXPECT_NE(NULL, strstr(line, "free while held 1"));
+	EXPECT_EQ(NULL, strtok_r(NULL, "\n", &save));
+
+	/* For people: units, and a cut buffer says the whole length. */
+	len = md_pool_summary_buf(pool, text, 64, 0);
+	ASSERT_GT(len, 64);
+	EXPECT_EQ(63u, strlen(text));
+	free(text);
+	len = md_pool_summary_buf(pool, NULL, 0, 0);
+	text = malloc((size_t)len + 1);
+	ASSERT_NE(NULL, text);
+	ASSERT_EQ(len, md_pool_summary_buf(pool, text, (size_t)len + 1, 0));
+	EXPECT_NE(NULL, strstr(text, " MiB"));
+	EXPECT_NE(NULL, strstr(text, " KiB"));
+	free(text);
+
+	ASSERT_EQ(1, md_buf_release(pool, &b[0]));
+	md_pool_destroy(pool);
+	md_device_close(dev);
+}
+
+/* ------------------------------------------------------------ dynamic */
+
+static int cmp_buf_va(const void *a, const void *b)
+{
+	const struct md_buf *x = a, *y = b;
+
+	return x->dev_va < y->dev_va ? -1 : x->dev_va > y->dev_va;
+}
+
+static int walk_count(const char *json, const char *needle)
+{
+	int n = 0;
+
+	while ((json = strstr(json, needle))) {
+		n++;
+		json++;
+	}
+	return n;
+}
+
+/*
+ * MD_POOL_DYNAMIC: 1 MiB and up from the dynamic tier, behind the same
+ * table as the others. Random allocations and frees against a model of
+ * the live blocks: tiers, disjoint ranges, every stats figure of the
+ * tier; then the protocol's refusals, the snapshot, the cleaner (a
+ * RELEASED block recycled, free regions back) and the limit.
+ */
+TEST(dynamic_tier_behind_the_same_interface)
+{
+	enum { N = 64, STEPS = 3000 };
+	struct md_pool_config cfg = { .flags = MD_POOL_DYNAMIC };
+	struct md_device *dev = host_dev(256);
+	uint64_t seed = test_seed(0xd1a1c7ULL), req[N] = { 0 };
+	uint64_t cur_b = 0, cur_c = 0, req_b = 0, nalloc = 0;
+	struct md_buf b[N], sorted[N];
+	struct md_cleaner_report rep;
+	struct md_pool_stats st;
+	struct md_pool *pool;
+	char *snap;
+	long len;
+	int i, k, n;
+
+	ASSERT_NE(NULL, dev);
+	EXPECT_STREQ("dynamic", md_pool_tier_name(MD_TIER_DYNAMIC));
+	ASSERT_EQ(0, md_pool_create(dev, &cfg, &pool));
+	memset(b, 0, sizeof(b));
+	for (i = 0; i < STEPS; i++) {
+		uint64_t r = xorshift64(&seed);
+
+		k = (int)(r % N);
+		if (b[k].block) {
+			if (b[k].tier == MD_TIER_DYNAMIC) {
+				cur_b -= b[k].size;
+				cur_c--;
+				req_b -= req[k];
+			}
+			ASSERT_EQ(0, md_free(pool, &b[k]));
+			b[k].block = NULL;
+			continue;
+		}
+		/* Mostly 1..48 MiB, some small ones for the slab tier. */
+		req[k] = (r >> 8) % 8 ? MiB + (r >> 16) % (47 * MiB) :
+			 1 + (r >> 16) % (64 * KiB);
+		ASSERT_EQ(0, md_alloc(pool, req[k], &b[k]));
+		ASSERT_EQ(req[k] >= MD_POOL_SLAB_LIMIT ? MD_TIER_DYNAMIC :
+			  MD_TIER_SLAB, b[k].tier);
+		ASSERT_GE(b[k].size, req[k]);
+		ASSERT_EQ(0u, b[k].dev_va % 256);
+		if (b[k].tier == MD_TIER_DYNAMIC) {
+			ASSERT_LT(b[k].size - req[k], 256u);
+			cur_b += b[k].size;
+			cur_c++;
+			req_b += req[k];
+			nalloc++;
+		}
+		if (i % 50)
+			continue;
+		/* The live dynamic blocks never overlap. */
+		for (n = 0, k = 0; k < N; k++)
+			if (b[k].block && b[k].tier == MD_TIER_DYNAMIC)
+				sorted[n++] = b[k];
+		qsort(sorted, n, sizeof(sorted[0]), cmp_buf_va);
+		for (k = 1; k < n; k++)
+			ASSERT_LE(sorted[k - 1].dev_va + sorted[k - 1].size,
+				  sorted[k].dev_va);
+		md_pool_stats(pool, &st);
+		ASSERT_EQ(cur_b, st.tier[MD_TIER_DYNAMIC].current_bytes);
+		ASSERT_EQ(cur_c, st.tier[MD_TIER_DYNAMIC].current_count);
+		ASSERT_EQ(req_b, st.tier[MD_TIER_DYNAMIC].requested_bytes);
+		ASSERT_EQ(nalloc, st.tier[MD_TIER_DYNAMIC].alloc_count);
+		ASSERT_EQ(0u, st.tier[MD_TIER_BUDDY].alloc_count);
+		ASSERT_EQ(0u, st.tier[MD_TIER_LARGE].alloc_count);
+		ASSERT_GE(st.tier[MD_TIER_DYNAMIC].region_bytes, cur_b);
+		ASSERT_LE(st.tier[MD_TIER_DYNAMIC].largest_free,
+			  st.tier[MD_TIER_DYNAMIC].free_bytes);
+		ASSERT_GE(st.total.region_bytes,
+			  st.tier[MD_TIER_DYNAMIC].region_bytes);
+	}
+	ASSERT_GT(nalloc, 1000u);
+
+	/* The protocol on a dynamic block: held, released, freed twice. */
+	for (k = 0; k < N && !(b[k].block && b[k].tier == MD_TIER_DYNAMIC);
+	     k++)
+		;
+	ASSERT_LT(k, N);
+	ASSERT_EQ(0, md_buf_acquire(pool, &b[k]));
+	ASSERT_EQ(-EBUSY, md_free(pool, &b[k]));
+	len = md_snapshot_buf(pool, NULL, 0);
+	ASSERT_GT(len, 0);
+	snap = malloc((size_t)len + 1);
+	ASSERT_NE(NULL, snap);
+	ASSERT_EQ(len, md_snapshot_buf(pool, snap, (size_t)len + 1));
+	EXPECT_EQ((int)cur_c, walk_count(snap, "{\"tier\":\"dynamic\""));
+	EXPECT_NE(NULL, strstr(snap, "\"dynamic\":{"));
+	free(snap);
+	ASSERT_EQ(1, md_buf_release(pool, &b[k]));
+	/* RELEASED, nobody frees it: the cleaner recycles it. */
+	memset(&rep, 0, sizeof(rep));
+	md_memory_cleaner(pool, NULL, &rep);
+	EXPECT_GE(rep.recycled_blocks, 1u);
+	cur_b -= b[k].size;
+	cur_c--;
+	EXPECT_EQ(-EINVAL, md_free(pool, &b[k]));
+	b[k].block = NULL;
+	md_pool_stats(pool, &st);
+	EXPECT_EQ(cur_b, st.tier[MD_TIER_DYNAMIC].current_bytes);
+	EXPECT_EQ(1u, st.violation[MD_POOL_FREE_HELD]);
+	EXPECT_EQ(1u, st.violation[MD_POOL_DOUBLE_FREE]);
+
+	/* Everything freed: the cleaner gives the free regions back. */
+	for (k = 0; k < N; k++)
+		if (b[k].block)
+			ASSERT_EQ(0, md_free(pool, &b[k]));
+	memset(&rep, 0, sizeof(rep));
+	md_memory_cleaner(pool, NULL, &rep);
+	md_pool_stats(pool, &st);
+	EXPECT_EQ(0u, st.tier[MD_TIER_DYNAMIC].current_bytes);
+	EXPECT_LE(st.tier[MD_TIER_DYNAMIC].region_count, 1u);
+	EXPECT_EQ(st.tier[MD_TIER_DYNAMIC].region_bytes,
+		  st.tier[MD_TIER_DYNAMIC].largest_free);
+	EXPECT_EQ(st.tier[MD_TIER_DYNAMIC].region_allocs -
+		  st.tier[MD_TIER_DYNAMIC].region_frees,
+		  st.tier[MD_TIER_DYNAMIC].region_count);
+	md_pool_destroy(pool);
+
+	/* The limit: a refusal counted in the dynamic tier. */
+	cfg.limit = 64 * MiB;
+	ASSERT_EQ(0, md_pool_create(dev, &cfg, &pool));
+	ASSERT_EQ(0, md_alloc(pool, 40 * MiB, &b[0]));
+	EXPECT_EQ(-ENOMEM, md_alloc(pool, 40 * MiB, &b[1]));
+	md_pool_stats(pool, &st);
+	EXPECT_EQ(1u, st.tier[MD_TIER_DYNAMIC].oom_count);
+	ASSERT_EQ(0, md_free(pool, &b[0]));
+	ASSERT_EQ(0, md_alloc(pool, 60 * MiB, &b[1]));
+	ASSERT_EQ(0, md_free(pool, &b[1]));
+	md_pool_destroy(pool);
 	md_device_close(dev);
 }
 

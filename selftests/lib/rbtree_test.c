@@ -65,7 +65,7 @@ TEST(random_inserts_and_erases_match_a_sorted_array)
 	enum { N = 2000, STEPS = 20000 };
 	struct item *it = calloc(N, sizeof(*it));
 	struct md_rb_node **buf = calloc(N, sizeof(*buf));
-	struct md_rb_tree t = { NULL, 0 };
+	struct md_rb_tree t = { NULL, 0, NULL };
 	uint64_t seed = 0x9e3779b97f4a7c15ULL;
 	const char *why = NULL;
 	uint32_t seq = 0;
@@ -107,7 +107,7 @@ TEST(replace_keeps_order_and_colours)
 	enum { N = 1000, STEPS = 20000 };
 	struct item *it = calloc(N, sizeof(*it));
 	struct md_rb_node **buf = calloc(N, sizeof(*buf));
-	struct md_rb_tree t = { NULL, 0 };
+	struct md_rb_tree t = { NULL, 0, NULL };
 	uint64_t seed = 0x2545f4914f6cdd1dULL;
 	const char *why = NULL;
 	uint32_t seq = 0;
@@ -157,7 +157,7 @@ TEST(replace_keeps_order_and_colours)
 
 TEST(empty_tree)
 {
-	struct md_rb_tree t = { NULL, 0 };
+	struct md_rb_tree t = { NULL, 0, NULL };
 	const char *why = NULL;
 
 	EXPECT_EQ(NULL, md_rb_first(t.root));
@@ -169,7 +169,7 @@ TEST(empty_tree)
 TEST(checker_catches_broken_trees)
 {
 	struct item it[64];
-	struct md_rb_tree t = { NULL, 0 };
+	struct md_rb_tree t = { NULL, 0, NULL };
 	struct md_rb_node *r, *leaf;
 	const char *why = NULL;
 	uint32_t k;
@@ -215,6 +215,132 @@ TEST(checker_catches_broken_trees)
 	leaf->parent = NULL;
 	EXPECT_EQ(-1, md_rb_check(&t, item_cmp, &why));
 	EXPECT_STREQ("rbtree: parent link", why);
+}
+
+/* Augmented: each node keeps its subtree's size and largest key. */
+struct aitem {
+	struct md_rb_node rb;
+	uint32_t key, seq;
+	uint32_t size, max;	/* the augmented values */
+	int in;
+};
+
+static struct aitem *ai(const struct md_rb_node *n)
+{
+	return (struct aitem *)n;
+}
+
+static int aitem_cmp(const struct md_rb_node *a, const struct md_rb_node *b)
+{
+	if (ai(a)->key != ai(b)->key)
+		return ai(a)->key < ai(b)->key ? -1 : 1;
+	return (ai(a)->seq > ai(b)->seq) - (ai(a)->seq < ai(b)->seq);
+}
+
+static void aug(struct md_rb_node *n)
+{
+	struct aitem *x = ai(n);
+
+	x->size = 1;
+	x->max = x->key;
+	if (n->left) {
+		x->size += ai(n->left)->size;
+		if (ai(n->left)->max > x->max)
+			x->max = ai(n->left)->max;
+	}
+	if (n->right) {
+		x->size += ai(n->right)->size;
+		if (ai(n->right)->max > x->max)
+			x->max = ai(n->right)->max;
+	}
+}
+
+/* Recount from scratch: -1 if a stored value is wrong. */
+static long recount(const struct md_rb_node *n, uint32_t *max)
+{
+	uint32_t lm = 0, rm = 0;
+	long l, r;
+
+	if (!n)
+		return 0;
+	l = recount(n->left, &lm);
+	r = recount(n->right, &rm);
+	if (l < 0 || r < 0)
+		return -1;
+	*max = ai(n)->key;
+	if (n->left && lm > *max)
+		*max = lm;
+	if (n->right && rm > *max)
+		*max = rm;
+	if (ai(n)->size != (uint32_t)(l + r + 1) || ai(n)->max != *max)
+		return -1;
+	return l + r + 1;
+}
+
+/*
+ * Inserts, erases, replaces and in-place key changes in random order: the
+ * augmented values equal a recount after every one of them.
+ */
+TEST(augmented_values_right_after_every_change)
+{
+	enum { N = 1500, STEPS = 15000 };
+	struct aitem *it = calloc(N + 1, sizeof(*it));
+	struct md_rb_tree t = { NULL, 0, aug };
+	uint64_t seed = test_seed(0xa55a5aa5ULL);
+	const char *why = NULL;
+	uint32_t seq = 0, m;
+	size_t live = 0;
+	int step;
+
+	ASSERT_NE(NULL, it);
+	for (step = 0; step < STEPS; step++) {
+		struct aitem *x = &it[xorshift64(&seed) % N];
+		uint64_t r = xorshift64(&seed) % 10;
+
+		if (!x->in) {
+			x->key = (uint32_t)(xorshift64(&seed) % 100000);
+			x->seq = seq++;
+			md_rb_insert(&t, &x->rb, aitem_cmp);
+			x->in = 1;
+			live++;
+		} else if (r < 6) {
+			md_rb_erase(&t, &x->rb);
+			x->in = 0;
+			live--;
+		} else if (r < 8) {
+			/* Replace by the spare slot N with the same key. */
+			struct aitem *y = &it[N];
+
+			y->key = x->key;
+			y->seq = x->seq;
+			md_rb_replace(&t, &x->rb, &y->rb);
+			*x = *y;
+			md_rb_replace(&t, &y->rb, &x->rb);
+			x->in = 1;
+		} else {
+			/* A key change that keeps the order: in place. */
+			struct md_rb_node *nx = md_rb_next(&x->rb);
+			uint32_t hi = nx ? ai(nx)->key : 200000;
+
+			if (hi > x->key + 1) {
+				x->key += (uint32_t)(xorshift64(&seed) %
+						     (hi - x->key));
+				if (nx && x->key == hi)
+					x->key--;
+				md_rb_augment_path(&t, &x->rb);
+			}
+		}
+		ASSERT_EQ(live, t.count);
+		ASSERT_EQ((long)live, recount(t.root, &m));
+		if (step % 50 == 0)
+			ASSERT_EQ(0, md_rb_check(&t, aitem_cmp, &why)) TH_LOG(
+				"%s", why);
+	}
+	ASSERT_GT(live, 100u);
+	/* A stale value is caught by the recount (the test can fail). */
+	ai(t.root)->size++;
+	EXPECT_EQ(-1, recount(t.root, &m));
+	free(it);
 }
 
 TEST_HARNESS_MAIN

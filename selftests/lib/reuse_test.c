@@ -18,6 +18,7 @@
 
 #include <metadef/reuse.h>
 
+#include "random.h"
 #include "reuse_word.h"
 #include "kselftest_harness.h"
 
@@ -711,10 +712,7 @@ static void *pool_thread(void *v)
 
 	pthread_barrier_wait(&p->go);
 	for (i = 0; i < p->iters; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		k = x % NBLOCKS;
+		k = md_xorshift64(&x) % NBLOCKS;
 
 		ret = md_block_sync_reuse(&p->b[k]);
 		if (!ret)

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -23,6 +24,22 @@
 static inline uint64_t xorshift64(uint64_t *state)
 {
 	return md_xorshift64(state);
+}
+
+/*
+ * A test's seed: METADEF_TEST_SEED from the environment (decimal or 0x
+ * hex) if set, else @dflt; said on stderr as a TAP comment so that a
+ * failing run can be repeated. Never 0 (xorshift64's fixed point).
+ */
+static inline uint64_t test_seed(uint64_t dflt)
+{
+	const char *s = getenv("METADEF_TEST_SEED");
+	uint64_t v = s && *s ? strtoull(s, NULL, 0) : dflt;
+
+	if (!v)
+		v = dflt;
+	fprintf(stderr, "# seed 0x%llx\n", (unsigned long long)v);
+	return v;
 }
 
 /* MiniMalloc's 5-buffer example: optimum 12. */

@@ -163,33 +163,6 @@ static void arena_demo(struct md_device *dev)
 
 /* ---------------------------------------------------------------- pools */
 
-static void stats_table(struct md_pool *pool)
-{
-	struct md_pool_stats st;
-	char b[4][32];
-	int t;
-
-	md_pool_stats(pool, &st);
-	printf("  %-6s %6s %12s %12s %12s %8s %12s\n", "tier", "blocks",
-	       "in use", "requested", "reserved", "regions", "frag.");
-	for (t = 0; t <= MD_TIER_COUNT; t++) {
-		const struct md_tier_stats *s = t < MD_TIER_COUNT ?
-						&st.tier[t] : &st.total;
-
-		printf("  %-6s %6" PRIu64 " %12s %12s %12s %8" PRIu64
-		       " %12.2f\n",
-		       t < MD_TIER_COUNT ? md_pool_tier_name(t) : "total",
-		       s->current_count, mib(s->current_bytes, b[0], 32),
-		       mib(s->requested_bytes, b[1], 32),
-		       mib(s->region_bytes, b[2], 32), s->region_count,
-		       s->fragmentation);
-	}
-	printf("  refused operations: %" PRIu64 " (double free %" PRIu64
-	       ", free while held %" PRIu64 ")\n", st.violations,
-	       st.violation[MD_POOL_DOUBLE_FREE],
-	       st.violation[MD_POOL_FREE_HELD]);
-}
-
 static void pool_demo(struct md_device *dev)
 {
 	struct md_pool_config cfg = {
@@ -244,8 +217,8 @@ static void pool_demo(struct md_device *dev)
 	       "(EINVAL, a double free)\n");
 	expect(md_free(pool, &buf[2]), 0, "md_free(activations)");
 
-	printf("\nmd_pool_stats():\n");
-	stats_table(pool);
+	printf("\nmd_pool_summary(): md_pool_stats() for people\n");
+	expect(md_pool_summary(pool, stdout, 0), 0, "md_pool_summary");
 
 	printf("\nmd_snapshot(): every live block as JSON\n");
 	fflush(stdout);

@@ -21,6 +21,7 @@
 #include <metadef/plan.h>
 
 #include "exact.h"
+#include "poolsvg.h"
 #include "progress.h"
 
 static const char *prog = "metadef-plan";
@@ -49,6 +50,11 @@ static void usage(FILE *f)
 		"                           id,lower,upper,size,alignment,offset,buffer\n"
 		"                           (buffer: the block it shares, 'a+b')\n"
 		"  -s, --svg PLAN.svg       draw the plan: x = time, y = offset\n"
+		"  --pool                   FILE is a series of pool snapshots\n"
+		"                           (md_snapshot() JSON, one after another):\n"
+		"                           count them and their blocks; with --svg,\n"
+		"                           one rectangle per block life, x = snapshot,\n"
+		"                           y = device address (ranges in use stacked)\n"
 		"  -j, --json               print JSON instead of text; each model has\n"
 		"                           \"buffer_plan\" (id, lower, upper, size,\n"
 		"                           alignment, offset of every buffer) and for\n"
@@ -137,6 +143,7 @@ enum {
 	OPT_ONNX_DTYPE,
 	OPT_ONNX_NO_WEIGHTS,
 	OPT_ONNX_FUSE,
+	OPT_POOL,
 };
 
 /* ONNX import options from --input, --dim, --dtype, --no-weights, --fuse. */
@@ -970,13 +977,14 @@ static int plan_main(int argc, char **argv, struct onnx_args *oa)
 		{ "dtype", required_argument, NULL, OPT_ONNX_DTYPE },
 		{ "no-weights", no_argument, NULL, OPT_ONNX_NO_WEIGHTS },
 		{ "fuse", no_argument, NULL, OPT_ONNX_FUSE },
+		{ "pool", no_argument, NULL, OPT_POOL },
 		PLAN_EXACT_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct md_plan_opts o = { .strategy = MD_STRAT_ALL };
 	const char *csv_out = NULL, *svg_out = NULL;
 	struct model *models;
-	int json = 0, format = 0, c, i, n, rc = 0;
+	int json = 0, format = 0, pool = 0, c, i, n, rc = 0;
 
 	while ((c = getopt_long(argc, argv, "o:s:jf:S:i:xVh", lopts,
 				NULL)) != -1) {
@@ -1029,6 +1037,9 @@ static int plan_main(int argc, char **argv, struct onnx_args *oa)
 			break;
 		case OPT_ONNX_FUSE:
 			oa->o.flags |= MD_ONNX_FUSE;
+			break;
+		case OPT_POOL:
+			pool = 1;
 			break;
 		case 'S':
 			all_strategies = 0;
@@ -1086,6 +1097,14 @@ static int plan_main(int argc, char **argv, struct onnx_args *oa)
 	if (n > 1 && (csv_out || svg_out)) {
 		fprintf(stderr, "%s: -o and --svg take one input file\n", prog);
 		return 2;
+	}
+	if (pool) {
+		if (n > 1 || csv_out || json) {
+			fprintf(stderr, "%s: --pool takes one file, and --svg only\n",
+				prog);
+			return 2;
+		}
+		return finish(pool_svg(prog, argv[optind], svg_out));
 	}
 	models = calloc(n, sizeof(*models));
 	if (!models) {
