@@ -248,6 +248,19 @@ static inline enum md_mmu_fault leaf_check(struct md_mmu *mmu,
 	return MD_MMU_OK;
 }
 
+/*
+ * leaf_check() == MD_MMU_OK in one compare: valid, @access and this
+ * table's color, for the copy engine's fast path.
+ */
+static __always_inline bool leaf_ok(struct md_mmu *mmu, const u64 *e,
+				    unsigned int access)
+{
+	u64 mask = PTE_VALID | access | GENMASK_ULL(63, PTE_COLOR_SHIFT);
+
+	return e && (*e & mask) == (PTE_VALID | access |
+				    (u64)mmu->color << PTE_COLOR_SHIFT);
+}
+
 /**
  * md_mmu_translate() - the pool byte behind device VA @va
  * @mmu: the table; the caller holds mmu->lock (reading is enough)
@@ -276,32 +289,20 @@ enum md_mmu_fault md_mmu_translate(struct md_mmu *mmu, u64 va,
 EXPORT_SYMBOL_IF_KUNIT(md_mmu_translate);
 
 /*
- * The run from @va (< VA_LIMIT), whose leaf entry is @e (NULL if a table
- * is missing): its first pool byte in *@pool_off and its length in *@len
- * (at most @max). Inlined into the copy engine, whose fixed cost per call
- * is two of these and one copy. See md_mmu_translate_run().
+ * How far the run goes that holds @n bytes from @va on, leaf @e's page
+ * being its first: up to @max bytes.
  */
-static __always_inline enum md_mmu_fault run_from(struct md_mmu *mmu,
-						  const u64 *e, u64 va,
-						  u64 max, unsigned int access,
-						  u64 *pool_off, u64 *len)
+static noinline u64 run_extend(struct md_mmu *mmu, const u64 *e, u64 va,
+			       u64 n, u64 max)
 {
-	u64 next, n, want;
-	enum md_mmu_fault f;
+	u64 next = (va & PAGE_MASK) + PAGE_SIZE, want = *e + PAGE_SIZE;
 
-	f = leaf_check(mmu, e, access);
-	if (f)
-		return f;
-	*pool_off = (*e & PTE_PAGE_MASK) | (va & ~PAGE_MASK);
-	n = PAGE_SIZE - (va & ~PAGE_MASK);
-	next = (va & PAGE_MASK) + PAGE_SIZE;
 	/*
 	 * The run goes on while each leaf is the previous one with the next
 	 * pool page: same valid, permission and color bits, so one compare
 	 * per page (a page-number overflow would change the color bits and
 	 * end the run).
 	 */
-	want = *e + PAGE_SIZE;
 	while (n < max && next < VA_LIMIT) {
 		/* Within a leaf table the next entry is the next page. */
 		if (table_index(next, 0)) {
@@ -317,7 +318,30 @@ static __always_inline enum md_mmu_fault run_from(struct md_mmu *mmu,
 		n += PAGE_SIZE;
 		next += PAGE_SIZE;
 	}
-	*len = min(n, max);
+	return min(n, max);
+}
+
+/*
+ * The run from @va (< VA_LIMIT), whose leaf entry is @e (NULL if a table
+ * is missing): its first pool byte in *@pool_off and its length in *@len
+ * (at most @max). Inlined into the copy engine, whose fixed cost per call
+ * is two of these and one copy; a run beyond the first page costs a call
+ * more. See md_mmu_translate_run().
+ */
+static __always_inline enum md_mmu_fault run_from(struct md_mmu *mmu,
+						  const u64 *e, u64 va,
+						  u64 max, unsigned int access,
+						  u64 *pool_off, u64 *len)
+{
+	enum md_mmu_fault f;
+	u64 n;
+
+	f = leaf_check(mmu, e, access);
+	if (f)
+		return f;
+	*pool_off = (*e & PTE_PAGE_MASK) | (va & ~PAGE_MASK);
+	n = PAGE_SIZE - (va & ~PAGE_MASK);
+	*len = n >= max ? max : run_extend(mmu, e, va, n, max);
 	return MD_MMU_OK;
 }
 
@@ -471,6 +495,73 @@ static noinline int copy_runs(struct md_mmu *mmu, u64 dst_va, u64 src_va,
 	return 0;
 }
 
+/* One run each side, more than a chunk: chunk by chunk. */
+static noinline int copy_chunks(u64 dof, u64 so, u64 size,
+				md_mmu_copy_fn copy, void *ctx)
+{
+	u64 n;
+
+	for (;;) {
+		n = min_t(u64, size, MD_MMU_COPY_CHUNK);
+		copy(ctx, dof, so, n);
+		size -= n;
+		if (!size)
+			return 0;
+		dof += n;
+		so += n;
+		cond_resched();
+	}
+}
+
+/*
+ * md_mmu_copy() beyond its fast path: a copy whose ranges cross pages, or
+ * one that faults. When each side is one run, one walk of each and the
+ * copy in chunks; else copy_runs().
+ */
+static noinline int copy_general(struct md_mmu *mmu, u64 dst, u64 src,
+				 u64 size, md_mmu_copy_fn copy, void *ctx,
+				 struct md_mmu_fault_info *fault)
+{
+	u64 so, sn, dof, dn, *l1, *e;
+	enum md_mmu_fault f;
+
+	if (unlikely(!size))
+		return 0;
+	if (unlikely((src | dst) >= VA_LIMIT))
+		goto general;
+	/* The source's run; the walk down to its leaf table is shared. */
+	l1 = lookup_l1(mmu, src);
+	e = l1 ? lookup_in(l1, src) : NULL;
+	f = run_from(mmu, e, src, size, MD_MMU_READ, &so, &sn);
+	if (unlikely(f)) {
+		set_fault(fault, src, MD_MMU_READ, f);
+		return -EFAULT;
+	}
+	if (unlikely(sn != size))
+		goto general;
+	/* The destination's: from the same level-1 table if it is in it. */
+	if ((src ^ dst) >> (PAGE_SHIFT + 2 * LEVEL_BITS))
+		l1 = lookup_l1(mmu, dst);
+	e = l1 ? lookup_in(l1, dst) : NULL;
+	f = run_from(mmu, e, dst, size, MD_MMU_WRITE, &dof, &dn);
+	if (unlikely(f)) {
+		set_fault(fault, dst, MD_MMU_WRITE, f);
+		return -EFAULT;
+	}
+	if (unlikely(dn != size))
+		goto general;
+	/*
+	 * One run each side: no more walks. Nothing is live across the one
+	 * copy of a single chunk, so this path saves no registers.
+	 */
+	if (unlikely(size > MD_MMU_COPY_CHUNK))
+		return copy_chunks(dof, so, size, copy, ctx);
+	copy(ctx, dof, so, size);
+	return 0;
+general:
+	return copy_runs(mmu, dst, src, size, copy, ctx, fault);
+}
+
 /**
  * md_mmu_copy() - the copy engine: move @size bytes from device VA @src
  * to device VA @dst as the owner of @mmu sees them
@@ -503,48 +594,32 @@ static noinline int copy_runs(struct md_mmu *mmu, u64 dst_va, u64 src_va,
 int md_mmu_copy(struct md_mmu *mmu, u64 dst, u64 src, u64 size,
 		md_mmu_copy_fn copy, void *ctx, struct md_mmu_fault_info *fault)
 {
-	u64 so, sn, dof, dn, n, *l1, *e;
-	enum md_mmu_fault f;
+	const u64 *se, *de;
+	u64 *l1;
 
 	lockdep_assert_held(&mmu->lock);
-	if (unlikely(!size))
-		return 0;
-	if (unlikely((src | dst) >= VA_LIMIT))
-		goto general;
-	/* The source's run; the walk down to its leaf table is shared. */
-	l1 = lookup_l1(mmu, src);
-	e = l1 ? lookup_in(l1, src) : NULL;
-	f = run_from(mmu, e, src, size, MD_MMU_READ, &so, &sn);
-	if (unlikely(f)) {
-		set_fault(fault, src, MD_MMU_READ, f);
-		return -EFAULT;
-	}
-	if (unlikely(sn != size))
-		goto general;
-	/* The destination's: from the same level-1 table if it is in it. */
-	if ((src ^ dst) >> (PAGE_SHIFT + 2 * LEVEL_BITS))
-		l1 = lookup_l1(mmu, dst);
-	e = l1 ? lookup_in(l1, dst) : NULL;
-	f = run_from(mmu, e, dst, size, MD_MMU_WRITE, &dof, &dn);
-	if (unlikely(f)) {
-		set_fault(fault, dst, MD_MMU_WRITE, f);
-		return -EFAULT;
-	}
-	if (unlikely(dn != size))
-		goto general;
-	/* One run each side: no more walks, chunks only. */
-	for (;;) {
-		n = min_t(u64, size, MD_MMU_COPY_CHUNK);
-		copy(ctx, dof, so, n);
-		size -= n;
-		if (likely(!size))
+	/*
+	 * The fast path: each range within one page (size > 0), as a small
+	 * copy is. One walk of each side (down to the level-1 table once,
+	 * when both are under the same one), the copy, and nothing live
+	 * across it. Faults are left to copy_general() to report.
+	 */
+	if (likely(size - 1 < PAGE_SIZE - max(src & ~PAGE_MASK,
+					      dst & ~PAGE_MASK) &&
+		   (src | dst) < VA_LIMIT)) {
+		l1 = lookup_l1(mmu, src);
+		se = l1 ? lookup_in(l1, src) : NULL;
+		if ((src ^ dst) >> (PAGE_SHIFT + 2 * LEVEL_BITS))
+			l1 = lookup_l1(mmu, dst);
+		de = l1 ? lookup_in(l1, dst) : NULL;
+		if (likely(leaf_ok(mmu, se, MD_MMU_READ) &&
+			   leaf_ok(mmu, de, MD_MMU_WRITE))) {
+			copy(ctx, (*de & PTE_PAGE_MASK) | (dst & ~PAGE_MASK),
+			     (*se & PTE_PAGE_MASK) | (src & ~PAGE_MASK), size);
 			return 0;
-		dof += n;
-		so += n;
-		cond_resched();
+		}
 	}
-general:
-	return copy_runs(mmu, dst, src, size, copy, ctx, fault);
+	return copy_general(mmu, dst, src, size, copy, ctx, fault);
 }
 EXPORT_SYMBOL_IF_KUNIT(md_mmu_copy);
 
