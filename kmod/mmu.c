@@ -594,8 +594,8 @@ general:
 int md_mmu_copy(struct md_mmu *mmu, u64 dst, u64 src, u64 size,
 		md_mmu_copy_fn copy, void *ctx, struct md_mmu_fault_info *fault)
 {
-	const u64 *se, *de;
-	u64 *l1;
+	const u64 *e;
+	u64 *l1, so;
 
 	lockdep_assert_held(&mmu->lock);
 	/*
@@ -608,17 +608,22 @@ int md_mmu_copy(struct md_mmu *mmu, u64 dst, u64 src, u64 size,
 					      dst & ~PAGE_MASK) &&
 		   (src | dst) < VA_LIMIT)) {
 		l1 = lookup_l1(mmu, src);
-		se = l1 ? lookup_in(l1, src) : NULL;
-		if ((src ^ dst) >> (PAGE_SHIFT + 2 * LEVEL_BITS))
+		e = l1 ? lookup_in(l1, src) : NULL;
+		if (unlikely(!leaf_ok(mmu, e, MD_MMU_READ)))
+			goto general;
+		so = (*e & PTE_PAGE_MASK) | (src & ~PAGE_MASK);
+		if ((src ^ dst) >> (PAGE_SHIFT + 2 * LEVEL_BITS)) {
 			l1 = lookup_l1(mmu, dst);
-		de = l1 ? lookup_in(l1, dst) : NULL;
-		if (likely(leaf_ok(mmu, se, MD_MMU_READ) &&
-			   leaf_ok(mmu, de, MD_MMU_WRITE))) {
-			copy(ctx, (*de & PTE_PAGE_MASK) | (dst & ~PAGE_MASK),
-			     (*se & PTE_PAGE_MASK) | (src & ~PAGE_MASK), size);
-			return 0;
+			if (unlikely(!l1))
+				goto general;
 		}
+		e = lookup_in(l1, dst);
+		if (unlikely(!leaf_ok(mmu, e, MD_MMU_WRITE)))
+			goto general;
+		copy(ctx, (*e & PTE_PAGE_MASK) | (dst & ~PAGE_MASK), so, size);
+		return 0;
 	}
+general:
 	return copy_general(mmu, dst, src, size, copy, ctx, fault);
 }
 EXPORT_SYMBOL_IF_KUNIT(md_mmu_copy);
