@@ -2,9 +2,10 @@
 /*
  * The copy engine: METADEF_IOC_COPY, standing in for an accelerator's DMA.
  * It sees memory only through the caller's device page table (the walk and
- * the copy loop are md_mmu_copy() in mmu.c): every page of both ranges is
- * translated first, under the table's read lock, and a single fault fails
- * the whole copy before a byte moves. The lock is held
+ * the copy loop are md_mmu_copy() in mmu.c): both ranges are translated
+ * first, run by run, under the table's read lock, and a single fault fails
+ * the whole copy before a byte moves; then the pool copies once per joint
+ * run of the two sides. The lock is held
  * until the copy is done, so no page can be unmapped, freed and handed to
  * another tenant in between; the pool's gone_sem is held too, so a PCI
  * device cannot go away under it.

@@ -111,6 +111,43 @@ static u64 *walk(struct md_mmu *mmu, u64 va, bool alloc)
 	return &t[table_index(va, 0)];
 }
 
+/*
+ * walk() for readers, unrolled, in two halves, as the copy engine's fixed
+ * cost is mostly two walks: the level-1 table (whose entries point to
+ * leaf tables) covering @va, or NULL where a table is missing; then the
+ * leaf entry for @va in it, or NULL. Under mmu->lock.
+ */
+static __always_inline u64 *lookup_l1(struct md_mmu *mmu, u64 va)
+{
+	u64 e;
+
+	BUILD_BUG_ON(LEVELS != 4);
+	e = mmu->root[table_index(va, 3)];
+	if (unlikely(!(e & PTE_VALID)))
+		return NULL;
+	e = md_next_table(e)[table_index(va, 2)];
+	if (unlikely(!(e & PTE_VALID)))
+		return NULL;
+	return md_next_table(e);
+}
+
+static __always_inline u64 *lookup_in(const u64 *l1, u64 va)
+{
+	u64 e = l1[table_index(va, 1)];
+
+	if (unlikely(!(e & PTE_VALID)))
+		return NULL;
+	return &md_next_table(e)[table_index(va, 0)];
+}
+
+/* The leaf entry for @va (< VA_LIMIT), or NULL. */
+static __always_inline u64 *lookup(struct md_mmu *mmu, u64 va)
+{
+	u64 *l1 = lookup_l1(mmu, va);
+
+	return l1 ? lookup_in(l1, va) : NULL;
+}
+
 static bool range_ok(u64 va, u64 size)
 {
 	return size && PAGE_ALIGNED(va) && PAGE_ALIGNED(size) &&
@@ -199,8 +236,8 @@ void md_mmu_unmap(struct md_mmu *mmu, u64 va, u64 size)
 EXPORT_SYMBOL_IF_KUNIT(md_mmu_unmap);
 
 /* Does leaf @e allow @access in @mmu? */
-static enum md_mmu_fault leaf_check(struct md_mmu *mmu, const u64 *e,
-				    unsigned int access)
+static inline enum md_mmu_fault leaf_check(struct md_mmu *mmu,
+					   const u64 *e, unsigned int access)
 {
 	if (!e || !(*e & PTE_VALID))
 		return MD_MMU_UNMAPPED;
@@ -209,6 +246,19 @@ static enum md_mmu_fault leaf_check(struct md_mmu *mmu, const u64 *e,
 	if (leaf_color(*e) != mmu->color)
 		return MD_MMU_COLOR;
 	return MD_MMU_OK;
+}
+
+/*
+ * leaf_check() == MD_MMU_OK in one compare: valid, @access and this
+ * table's color, for the copy engine's fast path.
+ */
+static __always_inline bool leaf_ok(struct md_mmu *mmu, const u64 *e,
+				    unsigned int access)
+{
+	u64 mask = PTE_VALID | access | GENMASK_ULL(63, PTE_COLOR_SHIFT);
+
+	return e && (*e & mask) == (PTE_VALID | access |
+				    (u64)mmu->color << PTE_COLOR_SHIFT);
 }
 
 /**
@@ -238,6 +288,72 @@ enum md_mmu_fault md_mmu_translate(struct md_mmu *mmu, u64 va,
 }
 EXPORT_SYMBOL_IF_KUNIT(md_mmu_translate);
 
+/*
+ * How far the run goes that holds @n bytes from @va on, leaf @e's page
+ * being its first: up to @max bytes.
+ */
+static noinline u64 run_extend(struct md_mmu *mmu, const u64 *e, u64 va,
+			       u64 n, u64 max)
+{
+	u64 next = (va & PAGE_MASK) + PAGE_SIZE, want = *e + PAGE_SIZE;
+
+	/*
+	 * The run goes on while each leaf is the previous one with the next
+	 * pool page: same valid, permission and color bits, so one compare
+	 * per page (a page-number overflow would change the color bits and
+	 * end the run).
+	 */
+	while (n < max && next < VA_LIMIT) {
+		/* Within a leaf table the next entry is the next page. */
+		if (table_index(next, 0)) {
+			e++;
+		} else {
+			e = lookup(mmu, next);
+			if (!e)
+				break;
+		}
+		if (*e != want)
+			break;
+		want += PAGE_SIZE;
+		n += PAGE_SIZE;
+		next += PAGE_SIZE;
+	}
+	return min(n, max);
+}
+
+/*
+ * The run from @va (< VA_LIMIT), whose leaf entry is @e (NULL if a table
+ * is missing): its first pool byte in *@pool_off and its length in *@len
+ * (at most @max). Inlined into the copy engine, whose fixed cost per call
+ * is two of these and one copy; a run beyond the first page costs a call
+ * more. See md_mmu_translate_run().
+ */
+static __always_inline enum md_mmu_fault run_from(struct md_mmu *mmu,
+						  const u64 *e, u64 va,
+						  u64 max, unsigned int access,
+						  u64 *pool_off, u64 *len)
+{
+	enum md_mmu_fault f;
+	u64 n;
+
+	f = leaf_check(mmu, e, access);
+	if (f)
+		return f;
+	*pool_off = (*e & PTE_PAGE_MASK) | (va & ~PAGE_MASK);
+	n = PAGE_SIZE - (va & ~PAGE_MASK);
+	*len = n >= max ? max : run_extend(mmu, e, va, n, max);
+	return MD_MMU_OK;
+}
+
+static __always_inline enum md_mmu_fault run_at(struct md_mmu *mmu, u64 va,
+						u64 max, unsigned int access,
+						u64 *pool_off, u64 *len)
+{
+	if (va >= VA_LIMIT)
+		return MD_MMU_UNMAPPED;
+	return run_from(mmu, lookup(mmu, va), va, max, access, pool_off, len);
+}
+
 /**
  * md_mmu_translate_run() - translate as much as one contiguous run
  * @mmu: the table; the caller holds mmu->lock (reading is enough)
@@ -252,7 +368,7 @@ EXPORT_SYMBOL_IF_KUNIT(md_mmu_translate);
  * color bits, or is not the next pool page: the next call reports that
  * page's fault, or starts a new run there. Consecutive leaves of one leaf
  * table are read in order without walking the upper levels again, so a
- * run costs about one load per page.
+ * run costs one walk and one load per further page.
  *
  * Return: MD_MMU_OK, or why the page holding @va faults.
  */
@@ -260,107 +376,190 @@ enum md_mmu_fault md_mmu_translate_run(struct md_mmu *mmu, u64 va, u64 max,
 				       unsigned int access, u64 *pool_off,
 				       u64 *len)
 {
-	u64 next, n, want, *e;
-	enum md_mmu_fault f;
-
 	lockdep_assert_held(&mmu->lock);
-	if (va >= VA_LIMIT)
-		return MD_MMU_UNMAPPED;
-	e = walk(mmu, va, false);
-	f = leaf_check(mmu, e, access);
-	if (f)
-		return f;
-	*pool_off = (*e & PTE_PAGE_MASK) | (va & ~PAGE_MASK);
-	n = PAGE_SIZE - (va & ~PAGE_MASK);
-	next = (va & PAGE_MASK) + PAGE_SIZE;
-	/*
-	 * The run goes on while each leaf is the previous one with the next
-	 * pool page: same valid, permission and color bits, so one compare
-	 * per page (a page-number overflow would change the color bits and
-	 * end the run).
-	 */
-	want = *e + PAGE_SIZE;
-	while (n < max && next < VA_LIMIT) {
-		/* Within a leaf table the next entry is the next page. */
-		if (table_index(next, 0)) {
-			e++;
-		} else {
-			e = walk(mmu, next, false);
-			if (!e)
-				break;
-		}
-		if (*e != want)
-			break;
-		want += PAGE_SIZE;
-		n += PAGE_SIZE;
-		next += PAGE_SIZE;
-	}
-	*len = min(n, max);
-	return MD_MMU_OK;
+	return run_at(mmu, va, max, access, pool_off, len);
 }
 EXPORT_SYMBOL_IF_KUNIT(md_mmu_translate_run);
 
-/* The first runs of a range, remembered by the check for the copy. */
-#define MD_COPY_RUNS	4
+/* Runs of a side remembered by the check, so the copy need not walk again. */
+#define MD_COPY_RUNS	8
 
-struct md_copy_runs {
-	unsigned int nr;	/* runs recorded; the range has more if full */
-	u64 off[MD_COPY_RUNS];
-	u64 len[MD_COPY_RUNS];
+/* One side of a copy: its range, the runs the check found, a cursor. */
+struct md_copy_side {
+	u64 va;
+	unsigned int access;
+	unsigned int nr;	/* runs remembered; more follow if full */
+	unsigned int next;	/* the next remembered run to use */
+	u64 off;		/* the cursor: pool offset of the next byte */
+	u64 left;		/* bytes left in the cursor's run */
+	u64 roff[MD_COPY_RUNS];
+	u64 rlen[MD_COPY_RUNS];
 };
 
-/*
- * Every page of [@va, @va + @size) must translate for @access. The first
- * MD_COPY_RUNS runs are kept in @runs: most copies are one run per side
- * and need no second walk.
- */
-static int check_range(struct md_mmu *mmu, u64 va, u64 size,
-		       unsigned int access, struct md_copy_runs *runs,
-		       struct md_mmu_fault_info *fault)
+static void set_fault(struct md_mmu_fault_info *fault, u64 va,
+		      unsigned int access, enum md_mmu_fault reason)
 {
-	u64 done = 0, off, n;
+	fault->va = va;
+	fault->access = access;
+	fault->reason = reason;
+}
+
+/*
+ * Check that every page of the side's @size bytes translates, run by run;
+ * remember the first MD_COPY_RUNS runs.
+ */
+static int side_check(struct md_mmu *mmu, struct md_copy_side *s, u64 size,
+		      struct md_mmu_fault_info *fault)
+{
+	u64 done = 0, off, len;
 	enum md_mmu_fault f;
 
-	runs->nr = 0;
+	s->nr = 0;
+	s->next = 0;
+	s->left = 0;
 	while (done < size) {
-		f = md_mmu_translate_run(mmu, va + done, size - done, access,
-					 &off, &n);
+		f = run_at(mmu, s->va + done, size - done, s->access, &off,
+			   &len);
 		if (f) {
-			fault->va = va + done;
-			fault->access = access;
-			fault->reason = f;
+			set_fault(fault, s->va + done, s->access, f);
 			return -EFAULT;
 		}
-		if (runs->nr < MD_COPY_RUNS) {
-			runs->off[runs->nr] = off;
-			runs->len[runs->nr++] = n;
+		if (s->nr < MD_COPY_RUNS) {
+			s->roff[s->nr] = off;
+			s->rlen[s->nr++] = len;
 		}
-		done += n;
+		done += len;
 	}
 	return 0;
 }
 
 /*
- * Where byte @done of a checked range is, and how much follows it in the
- * pool: from the remembered runs, else by walking again.
+ * Point the cursor of a checked side at its run holding byte @done: a
+ * remembered one, else walk again (nothing can have changed: the caller
+ * holds the lock throughout).
  */
-static u64 locate(struct md_mmu *mmu, u64 va, u64 done, u64 max,
-		  unsigned int access, const struct md_copy_runs *runs,
-		  u64 *off)
+static int side_next(struct md_mmu *mmu, struct md_copy_side *s, u64 done,
+		     u64 size, struct md_mmu_fault_info *fault)
 {
-	u64 start = 0, n;
-	unsigned int i;
+	enum md_mmu_fault f;
 
-	for (i = 0; i < runs->nr; start += runs->len[i++]) {
-		if (done < start + runs->len[i]) {
-			*off = runs->off[i] + (done - start);
-			return min(max, start + runs->len[i] - done);
+	if (s->next < s->nr) {
+		s->off = s->roff[s->next];
+		s->left = s->rlen[s->next++];
+		return 0;
+	}
+	f = run_at(mmu, s->va + done, size - done, s->access, &s->off,
+		   &s->left);
+	if (WARN_ON(f)) {
+		set_fault(fault, s->va + done, s->access, f);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+/*
+ * The general case (more than one run on some side, or a range beyond the
+ * VA space): check both sides in full, then copy joint run by joint run
+ * (where neither side's run breaks), each at most MD_MMU_COPY_CHUNK bytes,
+ * rescheduling after each chunk's worth of bytes.
+ */
+static noinline int copy_runs(struct md_mmu *mmu, u64 dst_va, u64 src_va,
+			      u64 size, md_mmu_copy_fn copy, void *ctx,
+			      struct md_mmu_fault_info *fault)
+{
+	struct md_copy_side s = { .va = src_va, .access = MD_MMU_READ };
+	struct md_copy_side d = { .va = dst_va, .access = MD_MMU_WRITE };
+	u64 done = 0, since = 0, n;
+
+	if (side_check(mmu, &s, size, fault) ||
+	    side_check(mmu, &d, size, fault))
+		return -EFAULT;
+	while (done < size) {
+		if (!s.left && side_next(mmu, &s, done, size, fault))
+			return -EFAULT;
+		if (!d.left && side_next(mmu, &d, done, size, fault))
+			return -EFAULT;
+		n = min3(s.left, d.left, (u64)MD_MMU_COPY_CHUNK);
+		copy(ctx, d.off, s.off, n);
+		s.off += n;
+		s.left -= n;
+		d.off += n;
+		d.left -= n;
+		done += n;
+		since += n;
+		if (since >= MD_MMU_COPY_CHUNK && done < size) {
+			cond_resched();
+			since = 0;
 		}
 	}
-	/* Checked, and nothing can change under the lock. */
-	if (WARN_ON(md_mmu_translate_run(mmu, va + done, max, access, off, &n)))
+	return 0;
+}
+
+/* One run each side, more than a chunk: chunk by chunk. */
+static noinline int copy_chunks(u64 dof, u64 so, u64 size,
+				md_mmu_copy_fn copy, void *ctx)
+{
+	u64 n;
+
+	for (;;) {
+		n = min_t(u64, size, MD_MMU_COPY_CHUNK);
+		copy(ctx, dof, so, n);
+		size -= n;
+		if (!size)
+			return 0;
+		dof += n;
+		so += n;
+		cond_resched();
+	}
+}
+
+/*
+ * md_mmu_copy() beyond its fast path: a copy whose ranges cross pages, or
+ * one that faults. When each side is one run, one walk of each and the
+ * copy in chunks; else copy_runs().
+ */
+static noinline int copy_general(struct md_mmu *mmu, u64 dst, u64 src,
+				 u64 size, md_mmu_copy_fn copy, void *ctx,
+				 struct md_mmu_fault_info *fault)
+{
+	u64 so, sn, dof, dn, *l1, *e;
+	enum md_mmu_fault f;
+
+	if (unlikely(!size))
 		return 0;
-	return n;
+	if (unlikely((src | dst) >= VA_LIMIT))
+		goto general;
+	/* The source's run; the walk down to its leaf table is shared. */
+	l1 = lookup_l1(mmu, src);
+	e = l1 ? lookup_in(l1, src) : NULL;
+	f = run_from(mmu, e, src, size, MD_MMU_READ, &so, &sn);
+	if (unlikely(f)) {
+		set_fault(fault, src, MD_MMU_READ, f);
+		return -EFAULT;
+	}
+	if (unlikely(sn != size))
+		goto general;
+	/* The destination's: from the same level-1 table if it is in it. */
+	if ((src ^ dst) >> (PAGE_SHIFT + 2 * LEVEL_BITS))
+		l1 = lookup_l1(mmu, dst);
+	e = l1 ? lookup_in(l1, dst) : NULL;
+	f = run_from(mmu, e, dst, size, MD_MMU_WRITE, &dof, &dn);
+	if (unlikely(f)) {
+		set_fault(fault, dst, MD_MMU_WRITE, f);
+		return -EFAULT;
+	}
+	if (unlikely(dn != size))
+		goto general;
+	/*
+	 * One run each side: no more walks. Nothing is live across the one
+	 * copy of a single chunk, so this path saves no registers.
+	 */
+	if (unlikely(size > MD_MMU_COPY_CHUNK))
+		return copy_chunks(dof, so, size, copy, ctx);
+	copy(ctx, dof, so, size);
+	return 0;
+general:
+	return copy_runs(mmu, dst, src, size, copy, ctx, fault);
 }
 
 /**
@@ -370,41 +569,62 @@ static u64 locate(struct md_mmu *mmu, u64 va, u64 done, u64 max,
  *       throughout, so no page can be unmapped (and reused) in between
  * @dst: first byte written
  * @src: first byte read
- * @size: bytes, > 0, neither range wrapping
+ * @size: bytes, neither range wrapping (0 copies nothing)
  * @copy: moves @len bytes between pool offsets; the ranges are contiguous
  *        in the pool and at most MD_MMU_COPY_CHUNK long
  * @ctx: for @copy
  * @fault: out: where and why, when the copy faults
  *
- * All or nothing: both ranges are translated in full first, and a single
- * page that is unmapped, lacks the permission or has another color fails
- * the copy before a byte moves. The copy then goes run by run (pages that
- * are consecutive in the pool on both sides), rescheduling between chunks.
+ * The engine translates runs, not pages: one walk of the table per run
+ * (pages consecutive in the device VA space and in the pool, with the same
+ * permission and color), one load per further page of it. When each side
+ * is one run, as a copy within one region is, that is one walk per side
+ * and one call of @copy per MD_MMU_COPY_CHUNK bytes.
+ *
+ * All or nothing: both ranges are translated in full first (the source,
+ * then the destination), and a single page that is unmapped, lacks the
+ * permission or has another color fails the copy before a byte moves;
+ * @fault names the first byte of the range in the first such page. The
+ * copy then calls @copy once per joint run (bytes contiguous in the pool
+ * on both sides), at most MD_MMU_COPY_CHUNK bytes at a time, rescheduling
+ * between chunks. Overlapping ranges leave undefined data, as memcpy().
  *
  * Return: 0, or -EFAULT with @fault filled in.
  */
 int md_mmu_copy(struct md_mmu *mmu, u64 dst, u64 src, u64 size,
 		md_mmu_copy_fn copy, void *ctx, struct md_mmu_fault_info *fault)
 {
-	struct md_copy_runs sruns, druns;
-	u64 done = 0, so, dof, n;
+	const u64 *e;
+	u64 *l1, so;
 
 	lockdep_assert_held(&mmu->lock);
-	if (check_range(mmu, src, size, MD_MMU_READ, &sruns, fault) ||
-	    check_range(mmu, dst, size, MD_MMU_WRITE, &druns, fault))
-		return -EFAULT;
-	while (done < size) {
-		n = min_t(u64, size - done, MD_MMU_COPY_CHUNK);
-		n = locate(mmu, src, done, n, MD_MMU_READ, &sruns, &so);
-		n = locate(mmu, dst, done, n, MD_MMU_WRITE, &druns, &dof);
-		if (!n)
-			return -EFAULT;
-		copy(ctx, dof, so, n);
-		done += n;
-		if (done < size)
-			cond_resched();
+	/*
+	 * The fast path: each range within one page (size > 0), as a small
+	 * copy is. One walk of each side (down to the level-1 table once,
+	 * when both are under the same one), the copy, and nothing live
+	 * across it. Faults are left to copy_general() to report.
+	 */
+	if (likely(size - 1 < PAGE_SIZE - max(src & ~PAGE_MASK,
+					      dst & ~PAGE_MASK) &&
+		   (src | dst) < VA_LIMIT)) {
+		l1 = lookup_l1(mmu, src);
+		e = l1 ? lookup_in(l1, src) : NULL;
+		if (unlikely(!leaf_ok(mmu, e, MD_MMU_READ)))
+			goto general;
+		so = (*e & PTE_PAGE_MASK) | (src & ~PAGE_MASK);
+		if ((src ^ dst) >> (PAGE_SHIFT + 2 * LEVEL_BITS)) {
+			l1 = lookup_l1(mmu, dst);
+			if (unlikely(!l1))
+				goto general;
+		}
+		e = lookup_in(l1, dst);
+		if (unlikely(!leaf_ok(mmu, e, MD_MMU_WRITE)))
+			goto general;
+		copy(ctx, (*e & PTE_PAGE_MASK) | (dst & ~PAGE_MASK), so, size);
+		return 0;
 	}
-	return 0;
+general:
+	return copy_general(mmu, dst, src, size, copy, ctx, fault);
 }
 EXPORT_SYMBOL_IF_KUNIT(md_mmu_copy);
 

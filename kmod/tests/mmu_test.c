@@ -2,7 +2,8 @@
 /*
  * KUnit: the soft-MMU's table (kmod/mmu.c): map, translate, unmap,
  * permissions, colors, all-or-nothing mapping, the table invariants, runs
- * and the copy engine's core.
+ * and the copy engine's core: copies across run breaks of every shape
+ * against a byte model, a fault at every page, chunks and the VA limit.
  */
 #include <kunit/test.h>
 #include <linux/mm.h>
@@ -309,6 +310,454 @@ static void copy_engine(struct kunit *test)
 	done(test, mmu);
 }
 
+/*
+ * The copy engine across run boundaries of every shape, against a byte by
+ * byte model. VA pages 0..NP/2-1 are the source side, NP/2..NP-1 the
+ * destination side; each side maps to its own half of the pool, so the
+ * model (read everything from a snapshot) is exact. The source side
+ * crosses a leaf table (2 MiB) at its page 16.
+ */
+#define NP		48
+#define HALF		(NP / 2)
+#define CT_VA		((u64)SZ_2M - 16 * PAGE_SIZE)
+#define CT_CALLS	64
+
+struct copy_call {
+	u64 dst, src, len;
+};
+
+struct copy_test {
+	struct kunit *test;
+	struct md_mmu *mmu;
+	u8 *pool;		/* NULL: record the calls only */
+	int map[NP];		/* VA page -> pool page, -1 unmapped */
+	unsigned int nr_calls;
+	unsigned int bad_calls;	/* empty, over a chunk, outside the pool */
+	unsigned int failures;	/* copies not as the model says */
+	const char *layout;	/* for the failure message */
+	struct copy_call calls[CT_CALLS];
+};
+
+static void ct_copy(void *ctx, u64 dst, u64 src, u64 len)
+{
+	struct copy_test *ct = ctx;
+
+	if (ct->nr_calls < CT_CALLS)
+		ct->calls[ct->nr_calls] = (struct copy_call){ dst, src, len };
+	ct->nr_calls++;
+	if (!len || len > MD_MMU_COPY_CHUNK) {
+		ct->bad_calls++;
+		return;
+	}
+	if (ct->pool) {
+		if (src + len > NP * PAGE_SIZE || dst + len > NP * PAGE_SIZE) {
+			ct->bad_calls++;
+			return;
+		}
+		memcpy(ct->pool + dst, ct->pool + src, len);
+	}
+}
+
+/*
+ * A copy that is not as the model says: the first one of a test case is
+ * reported in full, the rest counted (a broken engine would otherwise
+ * flood the case's log, and KUnit's log of a case is bounded).
+ */
+static __printf(2, 3) void ct_failed(struct copy_test *ct, const char *fmt,
+				     ...)
+{
+	struct va_format vaf;
+	va_list args;
+
+	if (ct->failures++)
+		return;
+	va_start(args, fmt);
+	vaf.fmt = fmt;
+	vaf.va = &args;
+	KUNIT_FAIL(ct->test, "%pV", &vaf);
+	va_end(args);
+}
+
+/*
+ * Map @n VA pages from @page to pool pages from @pool_page, as runs of
+ * @lens pages (0-terminated, cycled) laid out in the pool in reverse
+ * order, so that no run continues the one before it in the pool.
+ */
+static void ct_map_side(struct copy_test *ct, int page, int pool_page, int n,
+			const u8 *lens)
+{
+	int runs[NP], nr = 0, i, j, done = 0, at;
+
+	for (i = 0; done < n; i = lens[i + 1] ? i + 1 : 0) {
+		runs[nr] = min_t(int, lens[i], n - done);
+		done += runs[nr++];
+	}
+	at = pool_page + n;
+	done = 0;
+	for (i = 0; i < nr; i++) {
+		at -= runs[i];
+		for (j = 0; j < runs[i]; j++)
+			ct->map[page + done + j] = at + j;
+		done += runs[i];
+	}
+}
+
+static void ct_apply(struct copy_test *ct)
+{
+	u64 p = PAGE_SIZE;
+	int i;
+
+	md_mmu_unmap(ct->mmu, CT_VA, NP * p);
+	for (i = 0; i < NP; i++)
+		if (ct->map[i] >= 0)
+			KUNIT_ASSERT_EQ(ct->test,
+					md_mmu_map(ct->mmu, CT_VA + i * p,
+						   ct->map[i] * p, p,
+						   MD_MMU_READ | MD_MMU_WRITE,
+						   COLOR), 0);
+}
+
+/* The pool offset of byte @va in the model. */
+static u64 ct_off(struct copy_test *ct, u64 va)
+{
+	return ct->map[(va - CT_VA) >> PAGE_SHIFT] * PAGE_SIZE +
+	       (va & ~PAGE_MASK);
+}
+
+/* Joint runs from @src and @dst over @size: where neither side breaks. */
+static unsigned int ct_joint_runs(struct copy_test *ct, u64 dst, u64 src,
+				  u64 size)
+{
+	unsigned int n = 1;
+	u64 i;
+
+	for (i = 1; i < size; i++)
+		if (ct_off(ct, src + i) != ct_off(ct, src + i - 1) + 1 ||
+		    ct_off(ct, dst + i) != ct_off(ct, dst + i - 1) + 1)
+			n++;
+	return n;
+}
+
+/* Copy, and compare the pool byte for byte with the model's. */
+static void ct_check(struct copy_test *ct, u64 dst, u64 src, u64 size,
+		     u8 *want)
+{
+	struct md_mmu_fault_info fault;
+	unsigned int runs;
+	bool same;
+	u64 i;
+	int ret;
+
+	for (i = 0; i < NP * PAGE_SIZE; i++)
+		ct->pool[i] = (u8)(i * 7 + i / 4093 + size);
+	memcpy(want, ct->pool, NP * PAGE_SIZE);
+	for (i = 0; i < size; i++)
+		want[ct_off(ct, dst + i)] = ct->pool[ct_off(ct, src + i)];
+	ct->nr_calls = 0;
+	down_read(&ct->mmu->lock);
+	ct->bad_calls = 0;
+	ret = md_mmu_copy(ct->mmu, dst, src, size, ct_copy, ct, &fault);
+	up_read(&ct->mmu->lock);
+	runs = ct_joint_runs(ct, dst, src, size);
+	same = !memcmp(ct->pool, want, NP * PAGE_SIZE);
+	/* One call per joint run: no more (per page), no fewer. */
+	if (ret || !same || ct->nr_calls != runs || ct->bad_calls)
+		ct_failed(ct, "%s: %#llx<-%#llx %llu B: %d, %s, %u calls/%u runs, %u bad",
+			  ct->layout, dst, src, size, ret,
+			  same ? "right" : "WRONG", ct->nr_calls, runs,
+			  ct->bad_calls);
+}
+
+static struct copy_test *ct_new(struct kunit *test, bool with_pool)
+{
+	struct copy_test *ct = kunit_kzalloc(test, sizeof(*ct), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, ct);
+	ct->test = test;
+	ct->layout = "";
+	ct->mmu = new_mmu(test);
+	if (with_pool) {
+		ct->pool = kunit_kmalloc(test, NP * PAGE_SIZE, GFP_KERNEL);
+		KUNIT_ASSERT_NOT_NULL(test, ct->pool);
+	}
+	return ct;
+}
+
+/* Byte offsets into each side and sizes: aligned, unaligned, tiny, whole. */
+static const struct {
+	u64 soff, doff, size;
+} ct_shapes[] = {
+	{ 0, 0, 1 },				/* one byte */
+	{ PAGE_SIZE - 1, 0, 1 },
+	{ 77, PAGE_SIZE - 1, 1 },
+	{ 0, 0, PAGE_SIZE },			/* exactly one page */
+	{ 3 * PAGE_SIZE, 5 * PAGE_SIZE, PAGE_SIZE },
+	{ 5, 100, PAGE_SIZE },			/* one page's worth, two pages */
+	{ PAGE_SIZE - 1, 1, 2 },		/* a byte each side of a break */
+	{ 1, PAGE_SIZE - 1, 2 },
+	{ 0, 0, HALF * PAGE_SIZE },		/* a whole side */
+	{ 123, 7, 20 * PAGE_SIZE + 5 },
+	{ 3 * PAGE_SIZE + 17, 2 * PAGE_SIZE + 4000, 10 * PAGE_SIZE },
+	{ 15 * PAGE_SIZE + 1, 9 * PAGE_SIZE, 2 * PAGE_SIZE },	/* 2 MiB */
+	{ PAGE_SIZE, 0, (HALF - 1) * PAGE_SIZE },
+	{ 0, PAGE_SIZE + 512, (HALF - 2) * PAGE_SIZE - 1 },
+};
+
+/* Run lengths (pages), cycled; 0 ends a list. */
+static const u8 ct_contig[] = { NP, 0 };
+static const u8 ct_ones[] = { 1, 0 };
+static const u8 ct_mixed_a[] = { 3, 1, 2, 5, 1, 4, 0 };
+static const u8 ct_mixed_b[] = { 2, 4, 1, 1, 3, 0 };
+
+static void copy_run_shapes(struct kunit *test)
+{
+	static const struct {
+		const char *name;
+		const u8 *src, *dst;
+	} layouts[] = {
+		{ "src contiguous, dst scattered", ct_contig, ct_mixed_a },
+		{ "src scattered, dst contiguous", ct_mixed_b, ct_contig },
+		{ "both scattered, different breaks", ct_mixed_a, ct_mixed_b },
+		{ "both one page runs", ct_ones, ct_ones },
+		{ "both contiguous", ct_contig, ct_contig },
+	};
+	struct copy_test *ct = ct_new(test, true);
+	u8 *want = kunit_kmalloc(test, NP * PAGE_SIZE, GFP_KERNEL);
+	unsigned int l, i;
+
+	KUNIT_ASSERT_NOT_NULL(test, want);
+	for (l = 0; l < ARRAY_SIZE(layouts); l++) {
+		ct->layout = layouts[l].name;
+		ct_map_side(ct, 0, 0, HALF, layouts[l].src);
+		ct_map_side(ct, HALF, HALF, HALF, layouts[l].dst);
+		ct_apply(ct);
+		for (i = 0; i < ARRAY_SIZE(ct_shapes); i++)
+			ct_check(ct, CT_VA + HALF * PAGE_SIZE + ct_shapes[i].doff,
+				 CT_VA + ct_shapes[i].soff, ct_shapes[i].size,
+				 want);
+	}
+	/* Contiguous through the leaf table boundary: still one run. */
+	ct->layout = "through a leaf table";
+	ct_map_side(ct, 0, 0, HALF, ct_contig);
+	ct_apply(ct);
+	ct_check(ct, CT_VA + HALF * PAGE_SIZE, CT_VA + 10 * PAGE_SIZE,
+		 10 * PAGE_SIZE, want);
+	KUNIT_EXPECT_EQ(test, ct->nr_calls, 1u);
+	KUNIT_EXPECT_EQ(test, ct->failures, 0u);
+	md_mmu_unmap(ct->mmu, CT_VA, NP * PAGE_SIZE);
+	done(test, ct->mmu);
+}
+
+/*
+ * Copy expecting a fault at @fva (@access, @reason): nothing may move. A
+ * failure shows what came back: return value, fault va, access, reason.
+ */
+static void ct_fault(struct copy_test *ct, u64 dst, u64 src, u64 size,
+		     u64 fva, unsigned int access, enum md_mmu_fault reason,
+		     u8 *before)
+{
+	struct md_mmu_fault_info fault = { 0 };
+	bool same;
+	int ret;
+
+	memcpy(before, ct->pool, NP * PAGE_SIZE);
+	ct->nr_calls = 0;
+	down_read(&ct->mmu->lock);
+	ret = md_mmu_copy(ct->mmu, dst, src, size, ct_copy, ct, &fault);
+	up_read(&ct->mmu->lock);
+	same = !memcmp(ct->pool, before, NP * PAGE_SIZE);
+	if (ret != -EFAULT || fault.va != fva || fault.access != access ||
+	    fault.reason != reason || ct->nr_calls || !same)
+		ct_failed(ct, "%#llx<-%#llx %llu B: %d %#llx %u %d, %u calls, %s",
+			  dst, src, size, ret, fault.va, fault.access,
+			  fault.reason, ct->nr_calls, same ? "same" : "CHANGED");
+}
+
+/*
+ * A fault at the k-th page of either side, for every k: the copy is all or
+ * nothing (no byte before the fault moves), and the fault names the first
+ * byte of the range in that page. The source is checked first.
+ */
+static void copy_fault_at_every_page(struct kunit *test)
+{
+	struct copy_test *ct = ct_new(test, true);
+	u8 *before = kunit_kmalloc(test, NP * PAGE_SIZE, GFP_KERNEL);
+	u64 p = PAGE_SIZE, src = CT_VA + 3 * p + 123;
+	u64 dst = CT_VA + (HALF + 2) * p + 4000, size = 9 * p;
+	u64 spage, dpage, fva;
+	unsigned int k;
+
+	KUNIT_ASSERT_NOT_NULL(test, before);
+	ct->layout = "src contiguous, dst scattered, faults";
+	ct_map_side(ct, 0, 0, HALF, ct_contig);
+	ct_map_side(ct, HALF, HALF, HALF, ct_mixed_a);
+	ct_apply(ct);
+	for (k = 0; k < 10; k++) {	/* both ranges touch 10 pages */
+		/* The source's k-th page unmapped. */
+		spage = (src & PAGE_MASK) + k * p;
+		fva = k ? spage : src;
+		md_mmu_unmap(ct->mmu, spage, p);
+		ct_fault(ct, dst, src, size, fva, MD_MMU_READ,
+			 MD_MMU_UNMAPPED, before);
+		/* ... and the destination's faulting too: the source wins. */
+		dpage = (dst & PAGE_MASK) + (9 - k) * p;
+		md_mmu_unmap(ct->mmu, dpage, p);
+		ct_fault(ct, dst, src, size, fva, MD_MMU_READ,
+			 MD_MMU_UNMAPPED, before);
+		KUNIT_ASSERT_EQ(test, md_mmu_map(ct->mmu, spage,
+						 ct_off(ct, spage), p,
+						 MD_MMU_READ | MD_MMU_WRITE,
+						 COLOR), 0);
+		/* The destination's page read-only: a permission fault. */
+		KUNIT_ASSERT_EQ(test, md_mmu_map(ct->mmu, dpage,
+						 ct_off(ct, dpage), p,
+						 MD_MMU_READ, COLOR), 0);
+		ct_fault(ct, dst, src, size, 9 - k ? dpage : dst,
+			 MD_MMU_WRITE, MD_MMU_PERM, before);
+		/* Of another color. */
+		md_mmu_unmap(ct->mmu, dpage, p);
+		KUNIT_ASSERT_EQ(test, md_mmu_map(ct->mmu, dpage,
+						 ct_off(ct, dpage), p,
+						 MD_MMU_READ | MD_MMU_WRITE,
+						 COLOR + 1), 0);
+		ct_fault(ct, dst, src, size, 9 - k ? dpage : dst,
+			 MD_MMU_WRITE, MD_MMU_COLOR, before);
+		/* The source's page write-only: it may not be read. */
+		md_mmu_unmap(ct->mmu, dpage, p);
+		KUNIT_ASSERT_EQ(test, md_mmu_map(ct->mmu, dpage,
+						 ct_off(ct, dpage), p,
+						 MD_MMU_READ | MD_MMU_WRITE,
+						 COLOR), 0);
+		md_mmu_unmap(ct->mmu, spage, p);
+		KUNIT_ASSERT_EQ(test, md_mmu_map(ct->mmu, spage,
+						 ct_off(ct, spage), p,
+						 MD_MMU_WRITE, COLOR), 0);
+		ct_fault(ct, dst, src, size, fva, MD_MMU_READ, MD_MMU_PERM,
+			 before);
+		md_mmu_unmap(ct->mmu, spage, p);
+		KUNIT_ASSERT_EQ(test, md_mmu_map(ct->mmu, spage,
+						 ct_off(ct, spage), p,
+						 MD_MMU_READ | MD_MMU_WRITE,
+						 COLOR), 0);
+	}
+	/* All mapped again: the same copy goes through. */
+	ct_check(ct, dst, src, size, before);
+
+	/* Within one page each side (the fast path): the same faults. */
+	src = CT_VA + 4 * p + 5;
+	dst = CT_VA + (HALF + 4) * p + 9;
+	spage = src & PAGE_MASK;
+	dpage = dst & PAGE_MASK;
+	md_mmu_unmap(ct->mmu, spage, p);
+	ct_fault(ct, dst, src, 100, src, MD_MMU_READ, MD_MMU_UNMAPPED, before);
+	KUNIT_ASSERT_EQ(test, md_mmu_map(ct->mmu, spage, ct_off(ct, spage), p,
+					 MD_MMU_READ, COLOR + 1), 0);
+	ct_fault(ct, dst, src, 100, src, MD_MMU_READ, MD_MMU_COLOR, before);
+	md_mmu_unmap(ct->mmu, spage, p);
+	KUNIT_ASSERT_EQ(test, md_mmu_map(ct->mmu, spage, ct_off(ct, spage), p,
+					 MD_MMU_READ, COLOR), 0);
+	md_mmu_unmap(ct->mmu, dpage, p);
+	KUNIT_ASSERT_EQ(test, md_mmu_map(ct->mmu, dpage, ct_off(ct, dpage), p,
+					 MD_MMU_READ, COLOR), 0);
+	ct_fault(ct, dst, src, 100, dst, MD_MMU_WRITE, MD_MMU_PERM, before);
+	md_mmu_unmap(ct->mmu, dpage, p);
+	KUNIT_ASSERT_EQ(test, md_mmu_map(ct->mmu, dpage, ct_off(ct, dpage), p,
+					 MD_MMU_WRITE, COLOR + 1), 0);
+	ct_fault(ct, dst, src, 100, dst, MD_MMU_WRITE, MD_MMU_COLOR, before);
+	md_mmu_unmap(ct->mmu, dpage, p);
+	ct_fault(ct, dst, src, 1, dst, MD_MMU_WRITE, MD_MMU_UNMAPPED, before);
+	KUNIT_ASSERT_EQ(test, md_mmu_map(ct->mmu, dpage, ct_off(ct, dpage), p,
+					 MD_MMU_WRITE, COLOR), 0);
+	/* Read-only source, write-only destination: that is enough. */
+	ct_check(ct, dst, src, 100, before);
+	ct_check(ct, dst, src, p - 9, before);
+	KUNIT_EXPECT_EQ(test, ct->failures, 0u);
+	md_mmu_unmap(ct->mmu, CT_VA, NP * PAGE_SIZE);
+	done(test, ct->mmu);
+}
+
+/*
+ * Copies larger than a chunk, contiguous and with a break, seen through
+ * the calls alone (no memory behind the pool offsets), and a range that
+ * runs off the end of the VA space.
+ */
+static void copy_chunks_and_limits(struct kunit *test)
+{
+	struct copy_test *ct = ct_new(test, false);
+	u64 chunk = MD_MMU_COPY_CHUNK, big = 2 * chunk + chunk / 2;
+	u64 top = 1ULL << MD_MMU_VA_BITS, src = SZ_1G, dst = 2ULL * SZ_1G;
+	u64 brk = chunk + chunk / 2;
+	struct md_mmu_fault_info fault;
+	unsigned int i;
+
+	KUNIT_ASSERT_EQ(test, md_mmu_map(ct->mmu, src, 0, big, MD_MMU_READ,
+					 COLOR), 0);
+	KUNIT_ASSERT_EQ(test, md_mmu_map(ct->mmu, dst, SZ_64M, big,
+					 MD_MMU_WRITE, COLOR), 0);
+	/* One run each side: chunks of MD_MMU_COPY_CHUNK, in order. */
+	down_read(&ct->mmu->lock);
+	KUNIT_EXPECT_EQ(test, md_mmu_copy(ct->mmu, dst + 5, src + 3, big - 5,
+					  ct_copy, ct, &fault), 0);
+	up_read(&ct->mmu->lock);
+	KUNIT_ASSERT_EQ(test, ct->nr_calls, 3u);
+	KUNIT_EXPECT_EQ(test, ct->bad_calls, 0u);
+	for (i = 0; i < 3; i++) {
+		KUNIT_EXPECT_EQ(test, ct->calls[i].src, 3 + i * chunk);
+		KUNIT_EXPECT_EQ(test, ct->calls[i].dst, SZ_64M + 5 + i * chunk);
+		KUNIT_EXPECT_EQ(test, ct->calls[i].len,
+				i < 2 ? chunk : big - 5 - 2 * chunk);
+	}
+	/* The destination breaks at 1.5 chunks: calls end there too. */
+	md_mmu_unmap(ct->mmu, dst + brk, big - brk);
+	KUNIT_ASSERT_EQ(test, md_mmu_map(ct->mmu, dst + brk, SZ_128M,
+					 big - brk, MD_MMU_WRITE, COLOR), 0);
+	ct->nr_calls = 0;
+	down_read(&ct->mmu->lock);
+	KUNIT_EXPECT_EQ(test, md_mmu_copy(ct->mmu, dst, src, big, ct_copy, ct,
+					  &fault), 0);
+	up_read(&ct->mmu->lock);
+	KUNIT_ASSERT_EQ(test, ct->nr_calls, 3u);
+	KUNIT_EXPECT_EQ(test, ct->calls[0].len, chunk);
+	KUNIT_EXPECT_EQ(test, ct->calls[1].src, chunk);
+	KUNIT_EXPECT_EQ(test, ct->calls[1].dst, (u64)SZ_64M + chunk);
+	KUNIT_EXPECT_EQ(test, ct->calls[1].len, brk - chunk);
+	KUNIT_EXPECT_EQ(test, ct->calls[2].src, brk);
+	KUNIT_EXPECT_EQ(test, ct->calls[2].dst, (u64)SZ_128M);
+	KUNIT_EXPECT_EQ(test, ct->calls[2].len, big - brk);
+	md_mmu_unmap(ct->mmu, src, big);
+	md_mmu_unmap(ct->mmu, dst, big);
+
+	/* The last page of the VA space, and past it: unmapped. */
+	KUNIT_ASSERT_EQ(test, md_mmu_map(ct->mmu, top - PAGE_SIZE, 0,
+					 PAGE_SIZE, MD_MMU_READ | MD_MMU_WRITE,
+					 COLOR), 0);
+	KUNIT_ASSERT_EQ(test, md_mmu_map(ct->mmu, 0, PAGE_SIZE, 2 * PAGE_SIZE,
+					 MD_MMU_READ | MD_MMU_WRITE,
+					 COLOR), 0);
+	ct->nr_calls = 0;
+	down_read(&ct->mmu->lock);
+	KUNIT_EXPECT_EQ(test, md_mmu_copy(ct->mmu, 0, top - 10, 10, ct_copy,
+					  ct, &fault), 0);
+	KUNIT_EXPECT_EQ(test, md_mmu_copy(ct->mmu, 0, top - 10, 11, ct_copy,
+					  ct, &fault), -EFAULT);
+	KUNIT_EXPECT_EQ(test, fault.va, top);
+	KUNIT_EXPECT_EQ(test, fault.reason, MD_MMU_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, md_mmu_copy(ct->mmu, top, 0, 1, ct_copy, ct,
+					  &fault), -EFAULT);
+	KUNIT_EXPECT_EQ(test, fault.va, top);
+	KUNIT_EXPECT_EQ(test, fault.access, MD_MMU_WRITE);
+	/* Zero bytes: nothing to check, nothing copied. */
+	KUNIT_EXPECT_EQ(test, md_mmu_copy(ct->mmu, 1ULL << 40, 1ULL << 40, 0,
+					  ct_copy, ct, &fault), 0);
+	up_read(&ct->mmu->lock);
+	KUNIT_EXPECT_EQ(test, ct->nr_calls, 1u);
+	KUNIT_EXPECT_EQ(test, ct->calls[0].src, 0ull + PAGE_SIZE - 10);
+	KUNIT_EXPECT_EQ(test, ct->calls[0].dst, (u64)PAGE_SIZE);
+	md_mmu_unmap(ct->mmu, top - PAGE_SIZE, PAGE_SIZE);
+	md_mmu_unmap(ct->mmu, 0, 2 * PAGE_SIZE);
+	done(test, ct->mmu);
+}
+
 static struct kunit_case md_mmu_cases[] = {
 	KUNIT_CASE(map_translate_unmap),
 	KUNIT_CASE(permissions),
@@ -318,6 +767,9 @@ static struct kunit_case md_mmu_cases[] = {
 	KUNIT_CASE(large_mapping_and_checker),
 	KUNIT_CASE(translate_runs),
 	KUNIT_CASE(copy_engine),
+	KUNIT_CASE(copy_run_shapes),
+	KUNIT_CASE(copy_fault_at_every_page),
+	KUNIT_CASE(copy_chunks_and_limits),
 	{}
 };
 
