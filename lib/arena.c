@@ -11,6 +11,7 @@
 
 #include <metadef/arena.h>
 
+#include "dlist.h"
 #include "internal.h"
 
 struct slot {
@@ -29,6 +30,8 @@ struct md_arena_plan {
 	size_t *by_id;		/* indices of buffers with an id, sorted */
 	size_t nid;
 };
+
+MD_DLIST_DEFINE(plan_list, struct md_arena_plan)
 
 struct md_arena {
 	struct md_device *dev;
@@ -235,10 +238,7 @@ MD_API int md_arena_bind(struct md_arena *a, const struct md_problem *problem,
 	m->arena = a;
 
 	pthread_mutex_lock(&a->lock);
-	m->next = a->plans;
-	if (a->plans)
-		a->plans->prev = m;
-	a->plans = m;
+	plan_list_add(&a->plans, m);
 	a->bound++;
 	pthread_mutex_unlock(&a->lock);
 	*out = m;
@@ -257,12 +257,7 @@ MD_API int md_arena_unbind(struct md_arena_plan *m)
 		pthread_mutex_unlock(&a->lock);
 		return -EBUSY;
 	}
-	if (m->prev)
-		m->prev->next = m->next;
-	else
-		a->plans = m->next;
-	if (m->next)
-		m->next->prev = m->prev;
+	plan_list_del(&a->plans, m);
 	a->bound--;
 	pthread_mutex_unlock(&a->lock);
 	plan_free(m);

@@ -50,6 +50,7 @@
 #include <metadef/reuse.h>
 
 #include "bitmath.h"
+#include "dlist.h"
 #include "internal.h"
 #include "rbtree.h"
 #include "reuse_word.h"
@@ -76,6 +77,8 @@ struct dp_region {
 	struct dp_region *prev, *next;
 	struct dp_block *first;		/* lowest address */
 };
+
+MD_DLIST_DEFINE(region_list, struct dp_region)
 
 /* Block metadata comes in chunks that double in size. */
 struct dp_chunk {
@@ -408,12 +411,7 @@ static void region_release(struct md_dynpool *p, struct dp_region *r)
 
 	free_remove(p, b);
 	cache_put(p, b);
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		p->regions = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
+	region_list_del(&p->regions, r);
 	p->st.regions--;
 	p->st.region_frees++;
 	p->st.reserved_bytes -= r->r.size;
@@ -501,10 +499,7 @@ static int grow(struct md_dynpool *p, uint64_t need, bool policy)
 	b->addr = r->r.dev_va;
 	b->size = r->r.size;
 	r->first = b;
-	r->next = p->regions;
-	if (p->regions)
-		p->regions->prev = r;
-	p->regions = r;
+	region_list_add(&p->regions, r);
 	free_insert(p, b);
 
 	if (p->st.region_allocs++)

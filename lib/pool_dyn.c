@@ -18,6 +18,7 @@
 
 #include <metadef/dynpool.h>
 
+#include "dlist.h"
 #include "pool_internal.h"
 
 /* One descriptor: the pool's block and the engine's. */
@@ -34,25 +35,7 @@ struct dtier {
 	struct md_dynpool_stats last;	/* regions as last counted */
 };
 
-static void dlist_add(struct dblock **head, struct dblock *x)
-{
-	x->prev = NULL;
-	x->next = *head;
-	if (*head)
-		(*head)->prev = x;
-	*head = x;
-}
-
-static void dlist_del(struct dblock **head, struct dblock *x)
-{
-	if (x->prev)
-		x->prev->next = x->next;
-	else
-		*head = x->next;
-	if (x->next)
-		x->next->prev = x->prev;
-	x->next = x->prev = NULL;
-}
+MD_DLIST_DEFINE(dlist, struct dblock)
 
 /* The engine's regions into the pool's region figures (tier lock held). */
 static void dtier_count_regions(struct md_pool *pool, struct dtier *t)

@@ -11,27 +11,10 @@
 #include <string.h>
 
 #include "bitmath.h"
+#include "dlist.h"
 #include "pool_internal.h"
 
-static void xlist_add(struct xblock **head, struct xblock *x)
-{
-	x->prev = NULL;
-	x->next = *head;
-	if (*head)
-		(*head)->prev = x;
-	*head = x;
-}
-
-static void xlist_del(struct xblock **head, struct xblock *x)
-{
-	if (x->prev)
-		x->prev->next = x->next;
-	else
-		*head = x->next;
-	if (x->next)
-		x->next->prev = x->prev;
-	x->next = x->prev = NULL;
-}
+MD_DLIST_DEFINE(xlist, struct xblock)
 
 /* A descriptor without memory (tier lock held). */
 static struct xblock *xblock_get(struct md_pool *pool, struct xtier *t,
