@@ -661,7 +661,10 @@ static uint64_t stronger_bound(const struct md_problem *p,
 	if (opts->minimize && p->n > MD_EXACT_IMPROVE_MIN && lb < ub &&
 	    !(opts->disable & MD_EXACT_NO_WINDOW_BOUND))
 		lb = exact_bound_window(p, lb, ub, EXACT_WINDOW_BUFS,
-					EXACT_WINDOW_NODES);
+					EXACT_WINDOW_NODES,
+					opts->time_limit > 0 ?
+					EXACT_WINDOW_SHARE * opts->time_limit :
+					0);
 	return lb;
 }
 

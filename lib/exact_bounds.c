@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "exact_internal.h"
 #include "plan_internal.h"
@@ -349,12 +350,15 @@ static int window_problem(const struct md_problem *p, uint64_t t0,
  * higher than a plan of @p restricted to them, so the bound the exact
  * search proves on it holds for @p. Windows grow by doubling around each
  * of the three highest instants while they hold at most @max_bufs
- * buffers; each is searched in minimize mode with @nodes search nodes
- * (no clock: the same bound every run), until the bound reaches @ub.
+ * buffers; each is searched in minimize mode with @nodes search nodes,
+ * until the bound reaches @ub or @seconds pass (<= 0: no clock, the same
+ * bound every run).
  */
 uint64_t exact_bound_window(const struct md_problem *p, uint64_t lb,
-			    uint64_t ub, size_t max_bufs, uint64_t nodes)
+			    uint64_t ub, size_t max_bufs, uint64_t nodes,
+			    double seconds)
 {
+	struct timespec start, now;
 	uint64_t at[3], load[3], end = 0;
 	struct md_problem q;
 	size_t k, nk, i;
@@ -362,6 +366,7 @@ uint64_t exact_bound_window(const struct md_problem *p, uint64_t lb,
 	for (i = 0; i < p->n; i++)
 		if (p->bufs[i].upper > end)
 			end = p->bufs[i].upper;
+	clock_gettime(CLOCK_MONOTONIC, &start);
 	nk = peak_instants(p, at, load, 3);
 	md_problem_init(&q);
 	for (k = 0; k < nk && lb < ub; k++) {
@@ -384,6 +389,14 @@ uint64_t exact_bound_window(const struct md_problem *p, uint64_t lb,
 			prev_n = q.n;
 			o.minimize = 1;
 			o.max_nodes = nodes;
+			if (seconds > 0) {
+				clock_gettime(CLOCK_MONOTONIC, &now);
+				o.time_limit = seconds -
+					(double)(now.tv_sec - start.tv_sec) -
+					(now.tv_nsec - start.tv_nsec) * 1e-9;
+				if (o.time_limit <= 0)
+					goto out;
+			}
 			if (md_exact_solve(&q, &o, &r))
 				break;
 			if (r.lower_bound > lb)
@@ -393,6 +406,7 @@ uint64_t exact_bound_window(const struct md_problem *p, uint64_t lb,
 				break;
 		}
 	}
+out:
 	md_problem_free(&q);
 	return lb;
 }

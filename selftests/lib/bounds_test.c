@@ -155,7 +155,7 @@ TEST(bounds_never_pass_the_optimum)
 		 * Windows that leave out at least one buffer (at most n - 1
 		 * of them), so that the bound is not the whole search.
 		 */
-		w = exact_bound_window(&p, load, heur.peak, n - 1, 2000);
+		w = exact_bound_window(&p, load, heur.peak, n - 1, 2000, 0);
 		EXPECT_LE(w, opt) TH_LOG("round %d: window %llu > optimum %llu",
 					 round, (unsigned long long)w,
 					 (unsigned long long)opt);
