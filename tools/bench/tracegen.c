@@ -29,12 +29,15 @@
  * output in three is 1/2 to 2 times its nominal size (fused epilogues,
  * padding, layout changes). Sizes are element counts times a
  * dtype of 2 or 4 bytes, rounded up to 512 bytes as device compilers pad
- * them; batch, widths and depth vary with the seed, so many GB-sized
- * tensors stand beside many tiny ones. Lifetimes are [lower, upper) on
- * doubled operator indices, so every one is at least two steps long
- * (idealloc needs that).
+ * them; batch (1 to 32), widths and depth vary with the seed, which keeps
+ * most tensors under a few hundred MB; -b sets the batch (e.g. 256: a
+ * U-Net then has GB-sized activations beside its 512-byte scratch). -k
+ * prints what the trace is known to be on stderr (buffers, the lower
+ * bound by a sweep of its own, the largest and smallest size), for the
+ * tests. Lifetimes are [lower, upper) on doubled operator indices, so
+ * every one is at least two steps long (idealloc needs that).
  *
- * usage: tracegen [-s SEED] [-n BUFFERS] SHAPE > trace.csv
+ * usage: tracegen [-s SEED] [-n BUFFERS] [-b BATCH] [-k] SHAPE > trace.csv
  */
 #include <errno.h>
 #include <getopt.h>
