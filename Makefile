@@ -355,6 +355,9 @@ $(B)/selftests/lib/plan_cli_test: $(B)/bin/metadef-plan
 # The ONNX tests build their models with the generated protobuf-c structs.
 $(B)/selftests/lib/onnx_test $(B)/selftests/lib/plan_cli_test: $(GEN)/onnx.pb-c.h
 $(B)/selftests/lib/exact_cli_test: $(B)/bin/metadef-plan
+# traces_test runs tracegen, the models generator and the planner.
+$(B)/selftests/lib/traces_test: $(B)/bench/tracegen $(B)/bin/metadef-models \
+		$(B)/bin/metadef-plan
 # models_test runs the generator, the planner and models_check.py (in the
 # source tree, with /usr/bin/python3's onnx).
 $(B)/selftests/lib/models_test: $(B)/bin/metadef-models $(B)/bin/metadef-plan

@@ -172,7 +172,7 @@ MD_API const char *md_exact_stop_name(int stopped)
 
 static const char *const prune_names[] = {
 	"sections", "stacking", "dominance", "decompose", "memo",
-	"symmetry", "hatless", "lb-pair", "restarts",
+	"symmetry", "hatless", "lb-pair", "restarts", "window",
 };
 
 MD_API const char *md_exact_prune_name(unsigned int bit)
@@ -645,6 +645,29 @@ out:
 	return ret;
 }
 
+/*
+ * The bounds beyond the load (lib/exact_bounds.c): alignment rounding
+ * always; on large problems in minimize mode, where the search seldom
+ * proves anything, also the exact search on windows around the peak.
+ */
+static uint64_t stronger_bound(const struct md_problem *p,
+			       const struct md_exact_opts *opts,
+			       uint64_t lb, uint64_t ub)
+{
+	uint64_t a = exact_bound_aligned(p);
+
+	if (a > lb)
+		lb = a < ub ? a : ub;
+	if (opts->minimize && p->n > MD_EXACT_IMPROVE_MIN && lb < ub &&
+	    !(opts->disable & MD_EXACT_NO_WINDOW_BOUND))
+		lb = exact_bound_window(p, lb, ub, EXACT_WINDOW_BUFS,
+					EXACT_WINDOW_NODES,
+					opts->time_limit > 0 ?
+					EXACT_WINDOW_SHARE * opts->time_limit :
+					0);
+	return lb;
+}
+
 static int exact_solve(const struct md_problem *p,
 		       const struct md_exact_opts *opts,
 		       struct md_exact_result *res, size_t stack)
@@ -673,6 +696,8 @@ static int exact_solve(const struct md_problem *p,
 	heur.offsets = NULL;
 	ub = heur.peak;
 	lb = exact_lower_bound(p);
+	res->load_bound = lb;
+	lb = stronger_bound(p, opts, lb, ub);
 	res->n = p->n;
 	res->capacity = opts->capacity;
 	res->heuristic = 1;

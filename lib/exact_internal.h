@@ -213,7 +213,18 @@ void exact_free(struct exact *e);
 void exact_reset(struct exact *e, uint64_t cap);
 
 /* exact_bounds.c */
+/*
+ * The window bound: sub-problems of at most so many buffers, nodes each,
+ * and at most this share of minimize mode's time limit.
+ */
+#define EXACT_WINDOW_BUFS	300
+#define EXACT_WINDOW_NODES	20000
+#define EXACT_WINDOW_SHARE	0.05
 uint64_t exact_lower_bound(const struct md_problem *p);
+uint64_t exact_bound_aligned(const struct md_problem *p);
+uint64_t exact_bound_window(const struct md_problem *p, uint64_t lb,
+			    uint64_t ub, size_t max_bufs, uint64_t nodes,
+			    double seconds);
 void exact_tree_add(struct exact *e, size_t node, size_t l, size_t r,
 		    size_t a, size_t b, int64_t v);
 int64_t exact_tree_max(const struct exact *e, size_t node, size_t l,

@@ -64,6 +64,11 @@ enum md_exact_prune {
 	MD_EXACT_NO_LB_PAIR	= 1 << 7, /* also try at the lower bound */
 	MD_EXACT_NO_RESTARTS	= 1 << 8, /* one ranking, no node budgets */
 	MD_EXACT_PRUNE_ALL	= (1 << 9) - 1,
+	/*
+	 * Not a pruning: the window bound of large problems in minimize
+	 * mode (lib/exact.md), off to measure it. Not in PRUNE_ALL.
+	 */
+	MD_EXACT_NO_WINDOW_BOUND = 1 << 9,
 };
 
 /* Passed to the progress callback, at most a few times a second. */
@@ -141,6 +146,12 @@ struct md_exact_result {
 	struct md_exact_step *steps;
 	size_t nsteps;
 	uint64_t improve_iters;	/* improvement steps run */
+	/*
+	 * The most bytes alive at once (md_problem_lower_bound(), or a
+	 * larger buffer alone): @lower_bound is at least this, more when a
+	 * stronger bound or the search proved more.
+	 */
+	uint64_t load_bound;
 };
 
 /*

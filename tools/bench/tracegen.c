@@ -29,12 +29,15 @@
  * output in three is 1/2 to 2 times its nominal size (fused epilogues,
  * padding, layout changes). Sizes are element counts times a
  * dtype of 2 or 4 bytes, rounded up to 512 bytes as device compilers pad
- * them; batch, widths and depth vary with the seed, so many GB-sized
- * tensors stand beside many tiny ones. Lifetimes are [lower, upper) on
- * doubled operator indices, so every one is at least two steps long
- * (idealloc needs that).
+ * them; batch (1 to 32), widths and depth vary with the seed, which keeps
+ * most tensors under a few hundred MB; -b sets the batch (e.g. 256: a
+ * U-Net then has GB-sized activations beside its 512-byte scratch). -k
+ * prints what the trace is known to be on stderr (buffers, the lower
+ * bound by a sweep of its own, the largest and smallest size), for the
+ * tests. Lifetimes are [lower, upper) on doubled operator indices, so
+ * every one is at least two steps long (idealloc needs that).
  *
- * usage: tracegen [-s SEED] [-n BUFFERS] SHAPE > trace.csv
+ * usage: tracegen [-s SEED] [-n BUFFERS] [-b BATCH] [-k] SHAPE > trace.csv
  */
 #include <errno.h>
 #include <getopt.h>
@@ -56,7 +59,14 @@ struct trace {
 	uint64_t now;		/* the next operator's index */
 	uint64_t rng;
 	unsigned int dtype;	/* bytes per element */
+	uint64_t batch;		/* -b: the batch, 0 for the seed's */
 };
+
+/* The batch: the seed's draw @drawn, or -b's (drawn all the same). */
+static uint64_t batch_of(const struct trace *tr, uint64_t drawn)
+{
+	return tr->batch ? tr->batch : drawn;
+}
 
 static size_t rnd(struct trace *tr, size_t n)
 {
@@ -176,7 +186,7 @@ static size_t fop(struct trace *tr, struct prog *pg, const size_t *in,
 
 static void cnn(struct trace *tr, struct prog *pg, size_t want)
 {
-	uint64_t batch = 1u << rnd(tr, 6), hw = 56u << rnd(tr, 3);
+	uint64_t batch = batch_of(tr, 1u << rnd(tr, 6)), hw = 56u << rnd(tr, 3);
 	uint64_t ch = 32u << rnd(tr, 2);
 	size_t x, stage = 0, per = 2 + rnd(tr, 5);
 
@@ -215,7 +225,8 @@ static void cnn(struct trace *tr, struct prog *pg, size_t want)
 
 static void bert(struct trace *tr, struct prog *pg, size_t want)
 {
-	uint64_t batch = 1u << rnd(tr, 5), seq = 128u << rnd(tr, 3);
+	uint64_t batch = batch_of(tr, 1u << rnd(tr, 5));
+	uint64_t seq = 128u << rnd(tr, 3);
 	uint64_t hid = 256u << rnd(tr, 3), heads = hid / 64;
 	uint64_t tok = batch * seq;
 	size_t x = fop(tr, pg, NULL, 0, tok * hid, 0);
@@ -250,7 +261,7 @@ static void bert(struct trace *tr, struct prog *pg, size_t want)
 
 static void unet(struct trace *tr, size_t want)
 {
-	uint64_t batch = 1u << rnd(tr, 4), hw = 128u << rnd(tr, 3);
+	uint64_t batch = batch_of(tr, 1u << rnd(tr, 4)), hw = 128u << rnd(tr, 3);
 	uint64_t ch = 16u << rnd(tr, 3);
 
 	while (tr->n < want) {
@@ -321,26 +332,73 @@ static void backward(struct trace *tr, struct prog *pg)
 	free(wg);
 }
 
+/*
+ * -k: what the trace is known to be, for the tests to compare with what
+ * a planner reads from the CSV. The lower bound by a sweep of its own
+ * over the CSV's time steps: a difference array, each tensor adding its
+ * size at 2 * first and taking it away at 2 * last + 2 (half-open).
+ */
+static void print_known(const struct trace *tr)
+{
+	uint64_t live = 0, lb = 0, big = 0, small = UINT64_MAX, end = 0;
+	int64_t *d;
+	size_t i;
+
+	for (i = 0; i < tr->n; i++)
+		if (2 * tr->t[i].last + 2 > end)
+			end = 2 * tr->t[i].last + 2;
+	d = calloc(end + 1, sizeof(*d));
+	if (!d) {
+		perror("tracegen");
+		exit(1);
+	}
+	for (i = 0; i < tr->n; i++) {
+		const struct tensor *t = &tr->t[i];
+
+		d[2 * t->first] += (int64_t)t->size;
+		d[2 * t->last + 2] -= (int64_t)t->size;
+		if (t->size > big)
+			big = t->size;
+		if (t->size < small)
+			small = t->size;
+	}
+	for (i = 0; i <= end; i++) {
+		live += (uint64_t)d[i];
+		if (live > lb)
+			lb = live;
+	}
+	free(d);
+	fprintf(stderr, "buffers %zu\nlower_bound %" PRIu64
+		"\nlargest %" PRIu64 "\nsmallest %" PRIu64 "\n",
+		tr->n, lb, big, tr->n ? small : 0);
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: tracegen [-s SEED] [-n BUFFERS] SHAPE > trace.csv\n"
+		"usage: tracegen [-s SEED] [-n BUFFERS] [-b BATCH] [-k] SHAPE > trace.csv\n"
 		"shapes: cnn bert unet train-cnn train-bert\n"
 		"Writes a compiler-shaped trace of about BUFFERS (default 10000)\n"
-		"buffers in MiniMalloc's CSV (id,lower,upper,size).\n");
+		"buffers in MiniMalloc's CSV (id,lower,upper,size).\n"
+		"  -b BATCH  the batch (1 to 65536) instead of the seed's (1 to 32):\n"
+		"            e.g. 256 puts GB-sized activations beside the tiny ones\n"
+		"  -k        the answers known by construction on stderr: buffers,\n"
+		"            the lower bound (most bytes alive at once), the\n"
+		"            largest and smallest size\n");
 }
 
 int main(int argc, char **argv)
 {
 	struct trace tr = { 0 };
 	struct prog pg = { 0 };
-	unsigned long long seed = 1, n = 10000;
+	unsigned long long seed = 1, n = 10000, batch = 0;
+	int known = 0;
 	const char *shape;
 	char *end;
 	size_t i;
 	int c;
 
-	while ((c = getopt(argc, argv, "s:n:h")) != -1) {
+	while ((c = getopt(argc, argv, "s:n:b:kh")) != -1) {
 		switch (c) {
 		case 's':
 			errno = 0;
@@ -361,6 +419,19 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'b':
+			errno = 0;
+			batch = strtoull(optarg, &end, 0);
+			if (errno || *end || batch < 1 || batch > 65536) {
+				fprintf(stderr,
+					"tracegen: bad batch '%s' (1 to 65536)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'k':
+			known = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -378,6 +449,7 @@ int main(int argc, char **argv)
 	if (!tr.rng)
 		tr.rng = 1;
 	tr.dtype = rnd(&tr, 2) ? 2 : 4;
+	tr.batch = batch;
 	if (!strcmp(shape, "cnn")) {
 		cnn(&tr, NULL, n);
 	} else if (!strcmp(shape, "bert")) {
@@ -399,6 +471,8 @@ int main(int argc, char **argv)
 	for (i = 0; i < tr.n; i++)
 		printf("%zu,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", i,
 		       2 * tr.t[i].first, 2 * tr.t[i].last + 2, tr.t[i].size);
+	if (known)
+		print_known(&tr);
 	free(tr.t);
 	free(pg.f);
 	if (fflush(stdout) || ferror(stdout)) {

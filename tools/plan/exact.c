@@ -79,7 +79,7 @@ int plan_exact_option(const char *prog, int c, const char *arg)
 		return 1;
 	case OPT_DISABLE:
 		if (md_exact_prune_parse(arg, &ex.disable)) {
-			fprintf(stderr, "%s: --disable: a comma-separated list of sections, stacking, dominance, decompose, memo, symmetry, hatless, lb-pair, restarts (or all), not '%s'\n",
+			fprintf(stderr, "%s: --disable: a comma-separated list of sections, stacking, dominance, decompose, memo, symmetry, hatless, lb-pair, restarts (or all), window, not '%s'\n",
 				prog, arg);
 			return -1;
 		}
@@ -209,9 +209,9 @@ void plan_exact_print(FILE *f)
 			"not proven optimal, stopped: ",
 			r->status == MD_EXACT_OPTIMAL ? "" : stop_reason(r),
 			md_format_size(r->lower_bound, b, sizeof(b)));
-	fprintf(f, "  exact search        %.3f s, %" PRIu64 " nodes, lower bound %" PRIu64 ", gap %.3f%%%s\n",
-		r->seconds, r->nodes, r->lower_bound, gap_pct(r),
-		r->heuristic ? ", plan from the heuristics" : "");
+	fprintf(f, "  exact search        %.3f s, %" PRIu64 " nodes, lower bound %" PRIu64 " (load %" PRIu64 "), gap %.3f%%%s\n",
+		r->seconds, r->nodes, r->lower_bound, r->load_bound,
+		gap_pct(r), r->heuristic ? ", plan from the heuristics" : "");
 	if (r->improve_iters)
 		fprintf(f, "  improvement         %" PRIu64 " steps, %zu lowerings of the peak\n",
 			r->improve_iters, r->nsteps ? r->nsteps - 1 : 0);
@@ -230,13 +230,13 @@ void plan_exact_json(FILE *f)
 		fprintf(f, "\"capacity\": %" PRIu64 ", ", ex.capacity);
 	fprintf(f, "\"status\": \"%s\", \"proven\": %s, \"stopped\": \"%s\", "
 		"\"peak\": %" PRIu64 ", \"lower_bound\": %" PRIu64 ", "
-		"\"gap_pct\": %.4f, "
+		"\"load_bound\": %" PRIu64 ", \"gap_pct\": %.4f, "
 		"\"nodes\": %" PRIu64 ", \"seconds\": %.3f, "
 		"\"plan_from_heuristics\": %s, "
 		"\"improve_steps\": %" PRIu64 ", \"trajectory\": [",
 		md_exact_status_name(r->status), r->proven ? "true" : "false",
 		r->proven ? "none" : stop_reason(r), r->peak, r->lower_bound,
-		gap_pct(r), r->nodes, r->seconds,
+		r->load_bound, gap_pct(r), r->nodes, r->seconds,
 		r->heuristic ? "true" : "false", r->improve_iters);
 	for (i = 0; i < r->nsteps; i++)
 		fprintf(f, "%s{\"seconds\": %.3f, \"peak\": %" PRIu64 "}",

@@ -36,7 +36,8 @@ enum {
 	"  --disable LIST           turn prunings of the exact search off (to\n" \
 	"                           measure them; answers stay exact): any of\n" \
 	"                           sections,stacking,dominance,decompose,memo,\n" \
-	"                           symmetry,hatless,lb-pair,restarts, or all\n" \
+	"                           symmetry,hatless,lb-pair,restarts, or all;\n" \
+	"                           window: the window bound (not in all)\n" \
 	"  --seed N                 seed of --minimize's improvement phase on\n" \
 	"                           large problems (default fixed)\n"
 

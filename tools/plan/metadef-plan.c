@@ -55,6 +55,13 @@ static void usage(FILE *f)
 		"                           count them and their blocks; with --svg,\n"
 		"                           one rectangle per block life, x = snapshot,\n"
 		"                           y = device address (ranges in use stacked)\n"
+		"  --export-csv PROB.csv    write the problem planned (for a graph\n"
+		"                           or an ONNX model: one row per buffer) as\n"
+		"                           MiniMalloc CSV, id,lower,upper,size\n"
+		"                           [,alignment] ([lower, upper) as here;\n"
+		"                           the alignment column when a buffer has\n"
+		"                           one above 1), no offsets: the same\n"
+		"                           problem read back with -f csv\n"
 		"  -j, --json               print JSON instead of text; each model has\n"
 		"                           \"buffer_plan\" (id, lower, upper, size,\n"
 		"                           alignment, offset of every buffer) and for\n"
@@ -144,6 +151,7 @@ enum {
 	OPT_ONNX_NO_WEIGHTS,
 	OPT_ONNX_FUSE,
 	OPT_POOL,
+	OPT_EXPORT_CSV,
 };
 
 /* ONNX import options from --input, --dim, --dtype, --no-weights, --fuse. */
@@ -778,6 +786,45 @@ static void write_tensor_csv(const struct model *m, FILE *f)
 			buf_id(m->p, gp->buffer[i], tmp, sizeof(tmp)));
 }
 
+/*
+ * --export-csv: the problem that was planned, without offsets. A graph's
+ * problem has no alignment column of its own; it gets one when any
+ * buffer asks for more than 1, so that reading it back is the same
+ * problem.
+ */
+static int export_csv(const struct model *m, const char *path)
+{
+	struct md_problem q = *m->p;
+	char *out = NULL;
+	size_t i;
+	FILE *f;
+	int ret;
+
+	for (i = 0; i < q.n; i++) {
+		if (q.bufs[i].align > 1)
+			q.has_align = 1;
+		if (q.bufs[i].flags & MD_BUF_FIXED) {
+			fprintf(stderr, "%s: --export-csv: buffer %zu has a fixed offset, which the export cannot say\n",
+				prog, i);
+			return 1;
+		}
+	}
+	ret = md_problem_write_csv(&q, NULL, &out);
+	if (ret) {
+		fprintf(stderr, "%s: %s\n", prog, strerror(-ret));
+		return 1;
+	}
+	f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+	if (!f) {
+		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
+		free(out);
+		return 1;
+	}
+	fputs(out, f);
+	free(out);
+	return f == stdout ? 0 : close_output(f, path);
+}
+
 static int write_csv(const struct model *m, const char *path)
 {
 	char *out = NULL;
@@ -978,11 +1025,12 @@ static int plan_main(int argc, char **argv, struct onnx_args *oa)
 		{ "no-weights", no_argument, NULL, OPT_ONNX_NO_WEIGHTS },
 		{ "fuse", no_argument, NULL, OPT_ONNX_FUSE },
 		{ "pool", no_argument, NULL, OPT_POOL },
+		{ "export-csv", required_argument, NULL, OPT_EXPORT_CSV },
 		PLAN_EXACT_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct md_plan_opts o = { .strategy = MD_STRAT_ALL };
-	const char *csv_out = NULL, *svg_out = NULL;
+	const char *csv_out = NULL, *svg_out = NULL, *export_out = NULL;
 	struct model *models;
 	int json = 0, format = 0, pool = 0, c, i, n, rc = 0;
 
@@ -994,6 +1042,9 @@ static int plan_main(int argc, char **argv, struct onnx_args *oa)
 			break;
 		case 's':
 			svg_out = optarg;
+			break;
+		case OPT_EXPORT_CSV:
+			export_out = optarg;
 			break;
 		case 'j':
 			json = 1;
@@ -1094,8 +1145,9 @@ static int plan_main(int argc, char **argv, struct onnx_args *oa)
 		usage(stderr);
 		return 2;
 	}
-	if (n > 1 && (csv_out || svg_out)) {
-		fprintf(stderr, "%s: -o and --svg take one input file\n", prog);
+	if (n > 1 && (csv_out || svg_out || export_out)) {
+		fprintf(stderr, "%s: -o, --svg and --export-csv take one input file\n",
+			prog);
 		return 2;
 	}
 	if (pool) {
@@ -1158,6 +1210,8 @@ static int plan_main(int argc, char **argv, struct onnx_args *oa)
 		rc = write_csv(&models[0], csv_out);
 	if (!rc && svg_out)
 		rc = write_svg(&models[0], svg_out);
+	if (!rc && export_out)
+		rc = export_csv(&models[0], export_out);
 	if (!rc)
 		rc = plan_exact_status();
 	for (i = 0; i < n; i++)
