@@ -345,7 +345,7 @@ $(B)/selftests/lib/bench_harness_test: selftests/lib/bench_harness_test.c \
 $(B)/selftests/lib/models_bench_test: selftests/lib/models_bench_test.c $(KSFT_HDR) \
 		$(B)/bench/models_bench $(B)/bin/metadef-plan $(B)/bin/metadef-models
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_CFLAGS) -DMD_SRCDIR='"$(CURDIR)"' -o $@ $<
+	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_CFLAGS) -Ilib -DMD_SRCDIR='"$(CURDIR)"' -o $@ $<
 
 # The real-model demo, on the host backend.
 $(B)/selftests/lib/demo_models_test: $(B)/demo/models $(B)/bin/metadef-models

@@ -25,42 +25,17 @@ static char bin[PATH_MAX];
 
 static int find_bin(void)
 {
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-	if (n <= 0)
-		return -ENOENT;
-	exe[n] = '\0';
-	/* build/selftests/lib/exact_cli_test -> build/bin/metadef-plan */
-	snprintf(bin, sizeof(bin), "%s/../../bin/metadef-plan", dirname(exe));
-	return access(bin, X_OK) ? -ENOENT : 0;
+	return test_build_path(bin, sizeof(bin), "bin/metadef-plan") ?
+	       -ENOENT : 0;
 }
 
-/* Run metadef-plan with @args; stdout+stderr into @out. Exit status. */
+/* Run metadef-plan with @args; stdout+stderr into @out. */
 static int run(const char *args, char *out, size_t len)
 {
-	char cmd[PATH_MAX + 1024], drain[4096];
-	size_t n = 0;
-	FILE *p;
-	int st;
+	char cmd[PATH_MAX + 1024];
 
 	snprintf(cmd, sizeof(cmd), "'%s' %s 2>&1", bin, args);
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	while (n + 1 < len) {
-		size_t r = fread(out + n, 1, len - 1 - n, p);
-
-		if (!r)
-			break;
-		n += r;
-	}
-	out[n] = '\0';
-	/* the rest unread would end the tool with SIGPIPE: drain it */
-	while (fread(drain, 1, sizeof(drain), p))
-		;
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return test_capture(cmd, out, len);
 }
 
 static const char example12_csv[] =

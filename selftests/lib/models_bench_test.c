@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
+#include "test_util.h"
 
 #ifndef MD_SRCDIR
 #define MD_SRCDIR "."
@@ -29,36 +30,18 @@ static char bin[PATH_MAX], gen[PATH_MAX];
 
 static int find_bin(void)
 {
-	char exe[PATH_MAX], *dir;
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-	if (n <= 0)
-		return -1;
-	exe[n] = '\0';
-	dir = dirname(exe);
-	/* build/selftests/lib/models_bench_test -> build/bench/models_bench */
-	snprintf(bin, sizeof(bin), "%s/../../bench/models_bench", dir);
-	snprintf(gen, sizeof(gen), "%s/../../bin/metadef-models", dir);
-	return access(bin, X_OK) || access(gen, X_OK);
+	return test_build_path(bin, sizeof(bin), "bench/models_bench") ||
+	       test_build_path(gen, sizeof(gen), "bin/metadef-models");
 }
 
-/* Run models_bench @args from the source tree: its status, its output. */
+/* Run models_bench with @args in the source tree; its output into @out. */
 static int run(const char *args, char *out, size_t len)
 {
 	char cmd[PATH_MAX * 2 + 512];
-	size_t n;
-	FILE *p;
-	int st;
 
 	snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' %s 2>&1", MD_SRCDIR, bin,
 		 args);
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	n = fread(out, 1, len - 1, p);
-	out[n] = '\0';
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return test_capture(cmd, out, len);
 }
 
 static char *slurp(const char *dir, const char *name)

@@ -28,6 +28,7 @@
 
 #include "json_mini.h"
 #include "kselftest_harness.h"
+#include "test_util.h"
 
 #ifndef MODELS_CHECK
 #define MODELS_CHECK "selftests/lib/models_check.py"
@@ -38,38 +39,23 @@ static char models[PATH_MAX], plan[PATH_MAX], dir[PATH_MAX];
 
 static int find_bins(void)
 {
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	const char *d;
-
-	if (n <= 0)
-		return -1;
-	exe[n] = '\0';
-	/* build/selftests/lib/models_test -> build/bin/ */
-	d = dirname(exe);
-	snprintf(models, sizeof(models), "%s/../../bin/metadef-models", d);
-	snprintf(plan, sizeof(plan), "%s/../../bin/metadef-plan", d);
-	return access(models, X_OK) || access(plan, X_OK);
+	return test_build_path(models, sizeof(models), "bin/metadef-models") ||
+	       test_build_path(plan, sizeof(plan), "bin/metadef-plan");
 }
 
-/* Run the shell command @cmd in dir; stdout + stderr into @out. */
+/* Run @cmd in dir; its output, final newlines dropped, into @out. */
 static int sh(const char *cmd, char *out, size_t len)
 {
 	char full[PATH_MAX * 3 + 2048];
 	size_t n;
-	FILE *p;
 	int st;
 
 	snprintf(full, sizeof(full), "cd '%s' && { %s ; } 2>&1", dir, cmd);
-	p = popen(full, "r");
-	if (!p)
-		return -1;
-	n = fread(out, 1, len - 1, p);
+	st = test_capture(full, out, len);
+	n = strlen(out);
 	while (n && out[n - 1] == '\n')
-		n--;
-	out[n] = '\0';
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		out[--n] = '\0';
+	return st;
 }
 
 /* Run metadef-models with @args. */

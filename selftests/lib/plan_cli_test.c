@@ -20,21 +20,14 @@
 #include "json_mini.h"
 #include "kselftest_harness.h"
 #include "onnx_build.h"
+#include "test_util.h"
 
 static char bin[PATH_MAX];
 static char dir[PATH_MAX];
 
 static int find_bin(void)
 {
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-	if (n <= 0)
-		return -1;
-	exe[n] = '\0';
-	/* build/selftests/lib/plan_cli_test -> build/bin/metadef-plan */
-	snprintf(bin, sizeof(bin), "%s/../../bin/metadef-plan", dirname(exe));
-	return access(bin, X_OK);
+	return test_build_path(bin, sizeof(bin), "bin/metadef-plan");
 }
 
 static void put(const char *name, const char *text)
@@ -58,19 +51,10 @@ static int run_cmd(const char *pre, const char *args, const char *redir,
 		   char *out, size_t len)
 {
 	char cmd[PATH_MAX * 2 + 1024];
-	FILE *p;
-	size_t n;
-	int st;
 
 	snprintf(cmd, sizeof(cmd), "cd '%s' && %s '%s' %s %s", dir, pre, bin,
 		 args, redir);
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	n = fread(out, 1, len - 1, p);
-	out[n] = '\0';
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return test_capture(cmd, out, len);
 }
 
 /* @name in dir holding the @len bytes of @text (NULs included). */

@@ -5,10 +5,14 @@
 #ifndef METADEF_TEST_UTIL_H
 #define METADEF_TEST_UTIL_H
 
+#include <libgen.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <metadef/device.h>
@@ -97,6 +101,54 @@ static inline int cap_address_space(uint64_t room)
 
 	rl.rlim_cur = rl.rlim_max = vm_bytes() + room;
 	return setrlimit(RLIMIT_AS, &rl);
+}
+
+/*
+ * The path of @rel under the build directory, for a test that runs a tool
+ * the build made beside it: the test is BUILD/selftests/lib/NAME, so
+ * "bin/metadef-plan" is BUILD/bin/metadef-plan. Return: 0 when that file
+ * is executable, else -1.
+ */
+static inline int test_build_path(char *out, size_t len, const char *rel)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		return -1;
+	exe[n] = '\0';
+	snprintf(out, len, "%s/../../%s", dirname(exe), rel);
+	return access(out, X_OK) ? -1 : 0;
+}
+
+/*
+ * Run the shell command @cmd and keep the first @len - 1 bytes of what it
+ * prints (NUL-terminated) in @out; the rest is read and dropped, so a
+ * long output never ends the command with SIGPIPE. Return: its exit
+ * status, or -1 when it could not run or was killed.
+ */
+static inline int test_capture(const char *cmd, char *out, size_t len)
+{
+	char drain[4096];
+	size_t n = 0;
+	FILE *p;
+	int st;
+
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	while (n + 1 < len) {
+		size_t r = fread(out + n, 1, len - 1 - n, p);
+
+		if (!r)
+			break;
+		n += r;
+	}
+	out[n] = '\0';
+	while (fread(drain, 1, sizeof(drain), p))
+		;
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 #endif /* METADEF_TEST_UTIL_H */

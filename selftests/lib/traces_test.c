@@ -22,46 +22,25 @@
 #include <metadef/plan.h>
 
 #include "kselftest_harness.h"
+#include "test_util.h"
 
 static char tracegen[PATH_MAX], models[PATH_MAX], plan[PATH_MAX];
 static char dir[PATH_MAX];
 
 static int find_bins(void)
 {
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	const char *d;
-
-	if (n <= 0)
-		return -1;
-	exe[n] = '\0';
-	/* build/selftests/lib/traces_test -> build/bin/, build/bench/ */
-	d = dirname(exe);
-	snprintf(tracegen, sizeof(tracegen), "%s/../../bench/tracegen", d);
-	snprintf(models, sizeof(models), "%s/../../bin/metadef-models", d);
-	snprintf(plan, sizeof(plan), "%s/../../bin/metadef-plan", d);
-	return access(tracegen, X_OK) || access(models, X_OK) ||
-	       access(plan, X_OK);
+	return test_build_path(tracegen, sizeof(tracegen), "bench/tracegen") ||
+	       test_build_path(models, sizeof(models), "bin/metadef-models") ||
+	       test_build_path(plan, sizeof(plan), "bin/metadef-plan");
 }
 
-/* Run @cmd in dir; its stdout (and stderr) into @out. Exit status. */
+/* Run @cmd in dir; stdout+stderr into @out. */
 static int sh(const char *cmd, char *out, size_t len)
 {
 	char full[PATH_MAX * 4 + 2048];
-	size_t n;
-	FILE *p;
-	int st;
 
 	snprintf(full, sizeof(full), "cd '%s' && { %s ; } 2>&1", dir, cmd);
-	p = popen(full, "r");
-	if (!p)
-		return -1;
-	n = fread(out, 1, len - 1, p);
-	out[n] = '\0';
-	while (fread(full, 1, sizeof(full), p))
-		;
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return test_capture(full, out, len);
 }
 
 /* Read @name (in dir) whole, NUL-terminated; NULL on failure. */
