@@ -31,8 +31,8 @@
 #define STEPS		40
 #define MIN_N		1500
 #define MIN_LIMIT	5.0
-#define TILED		4
-#define TILE_STEPS	400
+#define TILED		2
+#define TILE_STEPS	250
 #else
 #define PROBLEMS	24
 #define STEPS		150
