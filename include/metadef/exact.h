@@ -202,6 +202,12 @@ struct md_improve_opts {
 	 * plan among them now and then (0: one per CPU, at most 4).
 	 */
 	int threads;
+	/*
+	 * 1: steps only ever lower the count of buffers at the peak, and
+	 * every chain restarts from the best plan each epoch (the phase as
+	 * it was before sideways steps; for comparison and tests).
+	 */
+	int descent_only;
 };
 
 struct md_improve_result {
@@ -220,8 +226,9 @@ struct md_improve_result {
  * md_plan_improve() - lower the peak of the valid plan @offsets of @p by a
  * large-neighbourhood search (lib/improve.c): each step takes the buffers
  * around one that ends at the peak out of the plan and places them again
- * below it. @offsets changes only to another valid plan whose peak is not
- * higher. The same @opts (seed and max_iters, no time limit) give the same
+ * below it; when that stalls, sideways steps and kicks from the best plan
+ * (unless opts->descent_only). @offsets changes only to another valid
+ * plan whose peak is not higher. The same @opts (seed and max_iters, no time limit) give the same
  * plan. Release @r with md_improve_result_free().
  * Return: 0, -EINVAL (bad problem or @offsets not a valid plan), -EFAULT
  * (the search made an invalid plan: a bug; @offsets unchanged), -ENOMEM.
