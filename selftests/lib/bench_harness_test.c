@@ -225,6 +225,25 @@ TEST_F(goals, a_miss_exit_1)
 	EXPECT_NE(NULL, strstr(self->buf, "\tc\tm\tp\t-\t<= 1\tNOT JUDGED\t"));
 }
 
+/* A figure shown never reads as the other verdict: 1.00000014 is no "1". */
+TEST_F(goals, shown_value_keeps_its_verdict)
+{
+	struct bench h;
+
+	ASSERT_EQ(0, bench_open(&h, "t6", self->dir));
+	EXPECT_EQ(BENCH_MISSED, bench_goal(&h, "t6", "a", "m", "p",
+					   1.00000014, BENCH_LE, 1.0));
+	EXPECT_EQ(BENCH_MISSED, bench_goal(&h, "t6", "b", "m", "p",
+					   0.89999999, BENCH_GE, 0.9));
+	EXPECT_EQ(BENCH_MET, bench_goal(&h, "t6", "c", "m", "p", 0.174441234,
+					BENCH_LE, 0.88));
+	EXPECT_EQ(BENCH_EXIT_MISSED, bench_exit(&h));
+	ASSERT_EQ(0, slurp(self->dir, "t6", self->buf, sizeof(self->buf)));
+	EXPECT_NE(NULL, strstr(self->buf, "\ta\tm\tp\t1.0000001\t<= 1\tMISSED\t"));
+	EXPECT_NE(NULL, strstr(self->buf, "\tb\tm\tp\t0.89999999\t>= 0.9\tMISSED\t"));
+	EXPECT_NE(NULL, strstr(self->buf, "\tc\tm\tp\t0.17444\t<= 0.88\tmet\t"));
+}
+
 TEST_F(goals, peer_missing_exit_3)
 {
 	struct bench h;

@@ -169,7 +169,7 @@ lib 'bench_goal s c1 m p 0.5 "<=" 1; bench_goal s c2 m - 2.5 ">=" 2'
 [ "$(awk -F '\t' '{ print NF }' "$tmp/sh/s.tsv" | sort -u)" = 9 ] || r=1
 lib 'bench_goal s c1 m p 1.0000001 "<=" 1; bench_goal s c2 m p 1 "<" 1; bench_not_judged s c3 m q "<=" 1 "q missing"'
 [ $? = 1 ] || r=1
-grep -q "^s	c1	m	p	1	<= 1	MISSED	" "$tmp/sh/s.tsv" || r=1
+grep -q "^s	c1	m	p	1.0000001	<= 1	MISSED	" "$tmp/sh/s.tsv" || r=1
 grep -q "^s	c2	m	p	1	< 1	MISSED	" "$tmp/sh/s.tsv" || r=1
 grep -q "^s	c3	m	q	-	<= 1	NOT JUDGED	" "$tmp/sh/s.tsv" || r=1
 grep -q 'NOT JUDGED: q missing' "$tmp/lib.out" || r=1

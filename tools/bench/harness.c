@@ -254,6 +254,24 @@ static void say(const char *bench, const char *kase, const char *metric,
 	fflush(stdout);
 }
 
+/*
+ * @value in five significant digits, or as many more as it takes for the
+ * figure shown to get the verdict @value got: 1.00000014 against "<= 1" is
+ * shown 1.0000001, not 1.
+ */
+static void shown(char *buf, size_t len, double value, enum bench_op op,
+		  double goal)
+{
+	int ok = bench_holds(value, op, goal);
+	int p;
+
+	for (p = 5; p < 17; p++) {
+		snprintf(buf, len, "%.*g", p, value);
+		if (bench_holds(strtod(buf, NULL), op, goal) == ok)
+			return;
+	}
+}
+
 static enum bench_verdict judge(struct bench *h, const char *bench,
 				const char *kase, const char *metric,
 				const char *peer, double value,
@@ -272,7 +290,7 @@ static enum bench_verdict judge(struct bench *h, const char *bench,
 	else if (fabs(value) >= 1000 && !isinf(value))
 		snprintf(val, sizeof(val), "%.0f", value);
 	else
-		snprintf(val, sizeof(val), "%.5g", value);
+		shown(val, sizeof(val), value, op, goal);
 	snprintf(lim, sizeof(lim), "%s %g", bench_op_name(op), goal);
 	h->met += v == BENCH_MET;
 	h->missed += v == BENCH_MISSED;

@@ -85,11 +85,28 @@ bench_goal() {
 		echo "bench_goal: unknown operator '$op'" >&2
 	fi
 	[ "$v" = met ] || v=MISSED
-	shown=$(awk -v v="$value" 'BEGIN {
-		if (v !~ /^[-+]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?$/)
+	# five digits, or as many more as it takes for the figure shown to
+	# get the verdict the value got (1.00000014 is not "1" <= 1)
+	shown=$(awk -v v="$value" -v op="$op" -v g="$goal" '
+	function ok(x) {
+		return op == "<=" ? x <= g : op == "<" ? x < g : op == ">=" ? x >= g : x > g
+	}
+	BEGIN {
+		if (v !~ /^[-+]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?$/) {
 			print "nan"
-		else
-			printf (v >= 1000 || v <= -1000) ? "%.0f\n" : "%.5g\n", v }')
+			exit
+		}
+		if (v >= 1000 || v <= -1000) {
+			printf "%.0f\n", v
+			exit
+		}
+		for (p = 5; p < 15; p++) {
+			s = sprintf("%." p "g", v)
+			if (ok(s + 0) == ok(v + 0))
+				break
+		}
+		print s
+	}')
 	case $v in
 	met) bench_met=$((bench_met + 1)) ;;
 	*) bench_missed=$((bench_missed + 1)) ;;
