@@ -37,7 +37,7 @@ run() {
 }
 
 echo "TAP version 13"
-echo "1..10"
+echo "1..11"
 
 # All met: exit 0, every row in the table.
 d=$tmp/met
@@ -95,6 +95,22 @@ echo "$out" | grep -q '^a .*FAILED' && r=1
 echo "$out" | grep -q '3 bench(es) failed' || r=1
 [ $r = 0 ] || echo "$out" | sed 's/^/# /'
 ok $r "failed_benches_exit_1"
+
+# make's 2 for a bench that exited 1 with a MISSED row: a miss, not a
+# failure; the same 2 with only met rows is a failure.
+d=$tmp/make2
+mkdir -p "$d"
+cp "$tmp/met/a.tsv" "$d/"
+row m "tiny" "md / peer's" jemalloc 1.14 "<= 1" MISSED >"$d/m.tsv"
+printf 'a 2\nm 2\n' >"$d/status"
+run "$d"
+r=0
+[ $rc = 1 ] || r=1
+echo "$out" | grep -q '^m .*FAILED' && r=1
+echo "$out" | grep -q '^a .*FAILED: exit status 2$' || r=1
+echo "$out" | grep -q '1 MISSED, 0 NOT JUDGED, 1 bench(es) failed' || r=1
+[ $r = 0 ] || echo "$out" | sed 's/^/# /'
+ok $r "make_status_2_with_a_miss_is_a_miss"
 
 # Malformed lines: exit 2 and the file and line named.
 d=$tmp/bad
