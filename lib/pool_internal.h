@@ -530,5 +530,10 @@ void pool_oom_fill(struct md_pool *pool, enum md_pool_tier tier,
 		   struct md_oom_info *oom);
 /* Cached memory back to the device (no recycling of user blocks). */
 void pool_reclaim(struct md_pool *pool);
+/* A text of a pool (a snapshot, the summary) into a caller's buffer. */
+typedef int (*pool_print_fn)(struct md_pool *pool, FILE *f,
+			     unsigned int flags);
+long pool_print_buf(struct md_pool *pool, pool_print_fn print,
+		    unsigned int flags, char *buf, size_t len);
 
 #endif /* METADEF_POOL_INTERNAL_H */

@@ -379,7 +379,13 @@ MD_API int md_snapshot(struct md_pool *pool, FILE *f)
 	return fflush(f) || ferror(f) ? -EIO : 0;
 }
 
-MD_API long md_snapshot_buf(struct md_pool *pool, char *buf, size_t len)
+/*
+ * What @print writes of @pool, into @buf as snprintf() would: at most @len
+ * bytes with the NUL. Return: the length of the whole text, or what
+ * @print returned, or -ENOMEM.
+ */
+long pool_print_buf(struct md_pool *pool, pool_print_fn print,
+		    unsigned int flags, char *buf, size_t len)
 {
 	char *text = NULL;
 	size_t n = 0;
@@ -388,7 +394,7 @@ MD_API long md_snapshot_buf(struct md_pool *pool, char *buf, size_t len)
 
 	if (!f)
 		return -ENOMEM;
-	err = md_snapshot(pool, f);
+	err = print(pool, f, flags);
 	if (fclose(f) || err) {
 		free(text);
 		return err ? err : -ENOMEM;
@@ -401,6 +407,17 @@ MD_API long md_snapshot_buf(struct md_pool *pool, char *buf, size_t len)
 	}
 	free(text);
 	return (long)n;
+}
+
+static int snapshot_print(struct md_pool *pool, FILE *f, unsigned int flags)
+{
+	(void)flags;
+	return md_snapshot(pool, f);
+}
+
+MD_API long md_snapshot_buf(struct md_pool *pool, char *buf, size_t len)
+{
+	return pool_print_buf(pool, snapshot_print, 0, buf, len);
 }
 
 /* ------------------------------------------------------------ cleaner */

@@ -169,27 +169,7 @@ MD_API int md_pool_summary(struct md_pool *pool, FILE *f, unsigned int flags)
 MD_API long md_pool_summary_buf(struct md_pool *pool, char *buf, size_t len,
 				unsigned int flags)
 {
-	char *text = NULL;
-	size_t n = 0;
-	FILE *f;
-	int err;
-
 	if (!pool || (len && !buf))
 		return -EINVAL;
-	f = open_memstream(&text, &n);
-	if (!f)
-		return -ENOMEM;
-	err = md_pool_summary(pool, f, flags);
-	if (fclose(f) || err) {
-		free(text);
-		return err ? err : -ENOMEM;
-	}
-	if (len) {
-		size_t k = n < len - 1 ? n : len - 1;
-
-		memcpy(buf, text, k);
-		buf[k] = '\0';
-	}
-	free(text);
-	return (long)n;
+	return pool_print_buf(pool, md_pool_summary, flags, buf, len);
 }
