@@ -83,6 +83,20 @@ bool pool_recycle_released(struct md_pool_block *b)
 	return false;
 }
 
+bool pool_recycle_counted(struct md_pool *pool, struct tc_cell *c,
+			  enum md_pool_tier tier, struct md_pool_block *b,
+			  struct md_cleaner_report *rep)
+{
+	if (!pool_recycle_released(b))
+		return false;
+	pool_count_free(pool, c, tier, b->size, RLD(b->requested));
+	if (rep) {
+		rep->recycled_blocks++;
+		rep->recycled_bytes += b->size;
+	}
+	return true;
+}
+
 /* ------------------------------------------------------------ stats cells */
 
 static void max64(_Atomic int64_t *p, int64_t v)

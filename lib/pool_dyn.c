@@ -169,15 +169,9 @@ static void dyn_clean(struct md_pool *pool, bool recycle,
 	pthread_mutex_lock(&t->lock);
 	for (x = t->live; recycle && x; x = next) {
 		next = x->next;
-		if (!pool_recycle_released(&x->b))
-			continue;
-		pool_count_free(pool, cell, MD_TIER_DYNAMIC, x->b.size,
-				RLD(x->b.requested));
-		if (rep) {
-			rep->recycled_blocks++;
-			rep->recycled_bytes += x->b.size;
-		}
-		dyn_put(t, x);
+		if (pool_recycle_counted(pool, cell, MD_TIER_DYNAMIC, &x->b,
+					 rep))
+			dyn_put(t, x);
 	}
 	before = t->last;
 	md_dynpool_trim(t->dp);

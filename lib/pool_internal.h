@@ -403,6 +403,13 @@ void pool_count_free(struct md_pool *pool, struct tc_cell *c,
 		     enum md_pool_tier tier, uint64_t size, uint64_t req);
 /* RELEASED -> RECYCLED for the cleaner: true if this call did it. */
 bool pool_recycle_released(struct md_pool_block *b);
+/*
+ * The same, and when it did, @b's bytes counted free (cell @c, @tier) and
+ * in @rep (may be NULL): a tier's cleaner then takes the block back.
+ */
+bool pool_recycle_counted(struct md_pool *pool, struct tc_cell *c,
+			  enum md_pool_tier tier, struct md_pool_block *b,
+			  struct md_cleaner_report *rep);
 void pool_sum_cells(struct md_pool *pool, struct tc_cell *sum,
 		    int64_t *peak_b, int64_t *peak_c);
 void pool_publish(struct md_pool *pool, enum md_pool_tier tier, int64_t db,

@@ -190,14 +190,8 @@ static void xtier_clean(struct md_pool *pool, struct xtier *t,
 	pthread_mutex_lock(&t->lock);
 	for (x = t->live; recycle && x; x = next) {
 		next = x->next;
-		if (!pool_recycle_released(&x->b))
+		if (!pool_recycle_counted(pool, cell, tier, &x->b, rep))
 			continue;
-		pool_count_free(pool, cell, tier, x->b.size,
-				RLD(x->b.requested));
-		if (rep) {
-			rep->recycled_blocks++;
-			rep->recycled_bytes += x->b.size;
-		}
 		if (tier == MD_TIER_BUDDY) {
 			buddy_put(t, x);
 		} else {
