@@ -8,22 +8,10 @@
 # shell side of the harness (tools/bench/lib.sh): its verdicts, rows and
 # exit status. Prints TAP.
 
-set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=../tap.sh
+. "$(dirname "$0")/../tap.sh"
+tap_begin bench-report 11
 report=$top/tools/bench/report
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/metadef-bench-report.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-n=0 failed=0
-
-ok() {
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n $2"
-	else
-		echo "not ok $n $2"
-		failed=$((failed + 1))
-	fi
-}
 
 # row BENCH CASE METRIC PEER VALUE GOAL VERDICT: one result line
 row() {
@@ -35,9 +23,6 @@ run() {
 	out=$("$report" "$@" 2>&1)
 	rc=$?
 }
-
-echo "TAP version 13"
-echo "1..11"
 
 # All met: exit 0, every row in the table.
 d=$tmp/met
@@ -204,4 +189,4 @@ r=$?
 [ $r = 1 ] && grep -q "^s	c1	m	p	nan	<= 1	MISSED	" "$tmp/sh/s.tsv"
 ok $? "lib_sh_non_number_missed"
 
-[ $failed = 0 ]
+tap_end

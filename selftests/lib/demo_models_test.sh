@@ -7,28 +7,13 @@
 # in each arena. Also its refusals: a file that is not a model, an unknown
 # symbolic dimension, a bad option. Prints TAP.
 
-set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=../tap.sh
+. "$(dirname "$0")/../tap.sh"
+tap_begin demo 5
 b=${BUILD:-build}
 case "$b" in /*) ;; *) b=$top/$b ;; esac
 demo=$b/demo/models
 gen=$b/bin/metadef-models
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/metadef-demo.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-n=0 failed=0
-
-ok() {
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n $2"
-	else
-		echo "not ok $n $2"
-		failed=$((failed + 1))
-	fi
-}
-
-echo "TAP version 13"
-echo "1..5"
 
 "$gen" resnet50 -o "$tmp/resnet50.onnx" >/dev/null 2>&1 &&
 	"$gen" bert-large -o "$tmp/bert-large.onnx" >/dev/null 2>&1
@@ -72,4 +57,4 @@ sed 's/^/# /' "$tmp/overlap"
 [ $rc != 0 ] && grep -q 'was overwritten while alive' "$tmp/overlap"
 ok $? "overlapping_live_tensors_fail_the_check"
 
-[ $failed = 0 ]
+tap_end

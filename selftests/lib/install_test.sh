@@ -8,28 +8,13 @@
 # LDFLAGS reach the links, that modules_install sends depmod to
 # INSTALL_MOD_PATH, and that uninstall takes everything away. Prints TAP.
 
-set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/metadef-install.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+# shellcheck source-path=SCRIPTDIR source=../tap.sh
+. "$(dirname "$0")/../tap.sh"
+tap_begin install 6
 b=$tmp/build
 dest=$tmp/dest
-n=0 failed=0
 # A distribution's flags for the whole build: -z now must reach the link.
 make=(make -s -C "$top" BUILD="$b" CFLAGS=-O0 LDFLAGS=-Wl,-z,now)
-
-ok() {
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n $2"
-	else
-		echo "not ok $n $2"
-		failed=$((failed + 1))
-	fi
-}
-
-echo "TAP version 13"
-echo "1..6"
 
 # The library first built for the default prefix, then installed for
 # /usr: the .pc must say /usr, not what it was first made with.
@@ -102,5 +87,4 @@ rc=$?
 [ $rc = 0 ] || echo "$left" | sed 's/^/# left: /'
 ok $rc "uninstall_removes_everything"
 
-echo "# Totals: pass:$((n - failed)) fail:$failed"
-[ $failed = 0 ]
+tap_end
