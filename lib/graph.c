@@ -142,15 +142,10 @@ static int new_tensor(struct md_graph *g, const char *name, uint64_t size,
 		return -EEXIST;
 	if (g->nt >= INT32_MAX - 1)
 		return -ERANGE;
-	if (g->nt == g->tcap) {
-		size_t cap = g->tcap ? 2 * g->tcap : 64;
-		struct tensor *n = realloc(g->t, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		g->t = n;
-		g->tcap = cap;
-	}
+	t = md_grow(g->t, g->nt, &g->tcap, sizeof(*t), 64);
+	if (!t)
+		return -ENOMEM;
+	g->t = t;
 	if (2 * (g->nt + 1) > g->mask && rehash(g))
 		return -ENOMEM;
 	t = &g->t[g->nt];
@@ -174,17 +169,14 @@ static int new_tensor(struct md_graph *g, const char *name, uint64_t size,
 
 static int new_step(struct md_graph *g)
 {
+	int *n;
+
 	if (g->nsteps >= INT32_MAX - 1)
 		return -ERANGE;
-	if ((size_t)g->nsteps == g->stage_cap) {
-		size_t cap = g->stage_cap ? 2 * g->stage_cap : 64;
-		int *n = realloc(g->stage, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		g->stage = n;
-		g->stage_cap = cap;
-	}
+	n = md_grow(g->stage, g->nsteps, &g->stage_cap, sizeof(*n), 64);
+	if (!n)
+		return -ENOMEM;
+	g->stage = n;
 	g->stage[g->nsteps] = g->nstages;
 	return g->nsteps++;
 }

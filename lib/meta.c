@@ -83,19 +83,15 @@ MD_API void md_meta_free(struct md_meta *m)
 MD_API int md_meta_add_interval(struct md_meta *m, uint64_t op_start,
 				uint64_t op_end, int allow_overlap)
 {
+	struct md_interval *n;
 	size_t i;
 
 	if (op_end <= op_start)
 		return -EINVAL;
-	if (m->niv == m->cap) {
-		size_t cap = m->cap ? 2 * m->cap : 4;
-		struct md_interval *n = realloc(m->iv, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		m->iv = n;
-		m->cap = cap;
-	}
+	n = md_grow(m->iv, m->niv, &m->cap, sizeof(*n), 4);
+	if (!n)
+		return -ENOMEM;
+	m->iv = n;
 	for (i = m->niv; i > 0 && m->iv[i - 1].op_start > op_start; i--)
 		m->iv[i] = m->iv[i - 1];
 	m->iv[i].op_start = op_start;

@@ -192,19 +192,15 @@ struct collect {
 static int collect_fn(void *arg, const struct blk_rec *r)
 {
 	struct collect *c = arg;
+	struct blk_rec *v;
 
 	if (c->held_only && r->state != MD_BLOCK_ALLOCATED &&
 	    r->state != MD_BLOCK_ACTIVE)
 		return 0;
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 64;
-		struct blk_rec *v = realloc(c->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		c->v = v;
-		c->cap = cap;
-	}
+	v = md_grow(c->v, c->n, &c->cap, sizeof(*v), 64);
+	if (!v)
+		return -ENOMEM;
+	c->v = v;
 	c->v[c->n++] = *r;
 	return 0;
 }

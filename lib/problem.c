@@ -34,21 +34,16 @@ MD_API int md_problem_add(struct md_problem *p, const char *id,
 			  uint64_t lower, uint64_t upper, uint64_t size,
 			  uint64_t align)
 {
-	struct md_buffer *b;
+	struct md_buffer *b, *nb;
 
 	if (upper <= lower)
 		return -EINVAL;
 	if (!align)
 		align = 1;
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? 2 * p->cap : 64;
-		struct md_buffer *nb = realloc(p->bufs, cap * sizeof(*nb));
-
-		if (!nb)
-			return -ENOMEM;
-		p->bufs = nb;
-		p->cap = cap;
-	}
+	nb = md_grow(p->bufs, p->n, &p->cap, sizeof(*nb), 64);
+	if (!nb)
+		return -ENOMEM;
+	p->bufs = nb;
 	b = &p->bufs[p->n];
 	memset(b, 0, sizeof(*b));
 	if (id) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Host unit tests: size parsing and formatting.
+ * Host unit tests: size parsing and formatting; the library's array
+ * growth (lib/internal.h).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -9,6 +10,7 @@
 
 #include <metadef/metadef.h>
 
+#include "internal.h"
 #include "kselftest_harness.h"
 
 TEST(parse_size_plain_and_suffixes)
@@ -104,6 +106,27 @@ TEST(version_string)
 {
 	EXPECT_NE(NULL, md_version());
 	EXPECT_NE(0, strlen(md_version()));
+}
+
+/* md_grow(): @first, then doubled when full; never past SIZE_MAX bytes. */
+TEST(grow_doubles_when_full)
+{
+	size_t cap = 0, big, i;
+	int *v = NULL;
+
+	for (i = 0; i < 10; i++) {
+		v = md_grow(v, i, &cap, sizeof(*v), 4);
+		ASSERT_NE(NULL, v);
+		v[i] = (int)i;
+		EXPECT_EQ(i < 4 ? 4 : i < 8 ? 8 : 16, cap);
+	}
+	for (i = 0; i < 10; i++)
+		EXPECT_EQ((int)i, v[i]);
+	/* Too many bytes to ask for: NULL, the capacity kept. */
+	big = SIZE_MAX / 2 / sizeof(*v) + 1;
+	EXPECT_EQ(NULL, md_grow(NULL, big, &big, sizeof(*v), 4));
+	EXPECT_EQ(SIZE_MAX / 2 / sizeof(*v) + 1, big);
+	free(v);
 }
 
 TEST_HARNESS_MAIN
