@@ -5,6 +5,7 @@
  * three reuse levels.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,11 +31,64 @@ static int tid(struct md_graph *g, const char *name)
 	return md_graph_find(g, name);
 }
 
-TEST(lifetimes_sequential)
+/* A test's graph (g, parsed with e) and, once planned, its plan (gp). */
+FIXTURE(graph)
 {
 	struct md_graph *g;
-	struct md_graph_plan gp;
 	struct md_error e;
+	struct md_graph_plan gp;
+	bool planned;
+};
+
+/* Free the graph and its plan, if there are. */
+static void unload(FIXTURE_DATA(graph) *f)
+{
+	if (f->planned)
+		md_graph_plan_free(&f->gp);
+	f->planned = false;
+	md_graph_free(f->g);
+	f->g = NULL;
+}
+
+/* Parse @text into a new graph, in place of the last one. */
+static int load(FIXTURE_DATA(graph) *f, const char *text)
+{
+	unload(f);
+	memset(&f->e, 0, sizeof(f->e));
+	return parse(&f->g, text, &f->e);
+}
+
+static int plan(FIXTURE_DATA(graph) *f)
+{
+	int ret;
+
+	if (f->planned)
+		md_graph_plan_free(&f->gp);
+	ret = md_graph_plan(f->g, NULL, &f->gp);
+	f->planned = !ret;
+	return ret;
+}
+
+FIXTURE_SETUP(graph)
+{
+}
+
+FIXTURE_TEARDOWN(graph)
+{
+	unload(self);
+}
+
+/* Parse @text: it must succeed, else the line and error are said. */
+#define LOAD(text) \
+	ASSERT_EQ(0, load(self, text)) \
+		TH_LOG("%u: %s", self->e.line, self->e.msg)
+#define PLAN()		ASSERT_EQ(0, plan(self))
+/* In the graph: tensor @name's index. */
+#define T(name)		tid(self->g, name)
+
+TEST_F(graph, lifetimes_sequential)
+{
+	struct md_graph_plan *gp = &self->gp;
 	const char *s =
 		"# a chain\n"
 		"input x 100\n"
@@ -43,36 +97,32 @@ TEST(lifetimes_sequential)
 		"op h b x -> c:50 tmp:10\n"	/* step 2 */
 		"output c\n";
 
-	ASSERT_EQ(0, parse(&g, s, &e)) TH_LOG("%u: %s", e.line, e.msg);
-	ASSERT_EQ(5, md_graph_tensor_count(g));
-	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
+	LOAD(s);
+	ASSERT_EQ(5, md_graph_tensor_count(self->g));
+	PLAN();
 	/* x: input, whole run [0, 3); a: [0, 2); b: [1, 3); c: output. */
-	EXPECT_EQ(0, gp.lower[tid(g, "x")]);
-	EXPECT_EQ(3, gp.upper[tid(g, "x")]);
-	EXPECT_EQ(0, gp.lower[tid(g, "a")]);
-	EXPECT_EQ(2, gp.upper[tid(g, "a")]);
-	EXPECT_EQ(1, gp.lower[tid(g, "b")]);
-	EXPECT_EQ(3, gp.upper[tid(g, "b")]);
-	EXPECT_EQ(2, gp.lower[tid(g, "c")]);
-	EXPECT_EQ(3, gp.upper[tid(g, "c")]);
-	EXPECT_EQ(2, gp.lower[tid(g, "tmp")]);	/* never read: one step */
-	EXPECT_EQ(3, gp.upper[tid(g, "tmp")]);
-	EXPECT_EQ(660, gp.stats.tensor_bytes);
-	EXPECT_EQ(0, md_plan_validate(&gp.problem, gp.plan.offsets, NULL));
+	EXPECT_EQ(0, gp->lower[T("x")]);
+	EXPECT_EQ(3, gp->upper[T("x")]);
+	EXPECT_EQ(0, gp->lower[T("a")]);
+	EXPECT_EQ(2, gp->upper[T("a")]);
+	EXPECT_EQ(1, gp->lower[T("b")]);
+	EXPECT_EQ(3, gp->upper[T("b")]);
+	EXPECT_EQ(2, gp->lower[T("c")]);
+	EXPECT_EQ(3, gp->upper[T("c")]);
+	EXPECT_EQ(2, gp->lower[T("tmp")]);	/* never read: one step */
+	EXPECT_EQ(3, gp->upper[T("tmp")]);
+	EXPECT_EQ(660, gp->stats.tensor_bytes);
+	EXPECT_EQ(0, md_plan_validate(&gp->problem, gp->plan.offsets, NULL));
 	/* Step 1: x + a + b = 600 bytes; step 2: x + b + c + tmp = 460. */
-	EXPECT_EQ(600, gp.stats.lower_bound);
-	EXPECT_EQ(gp.plan.peak, gp.stats.peak);
-	EXPECT_EQ(gp.stats.buffer_bytes - gp.stats.peak,
-		  gp.stats.inter_op_saved);
-	md_graph_plan_free(&gp);
-	md_graph_free(g);
+	EXPECT_EQ(600, gp->stats.lower_bound);
+	EXPECT_EQ(gp->plan.peak, gp->stats.peak);
+	EXPECT_EQ(gp->stats.buffer_bytes - gp->stats.peak,
+		  gp->stats.inter_op_saved);
 }
 
-TEST(inplace_taken_and_refused)
+TEST_F(graph, inplace_taken_and_refused)
 {
-	struct md_graph *g;
-	struct md_graph_plan gp;
-	struct md_error e;
+	struct md_graph_plan *gp = &self->gp;
 	const char *s =
 		"input x 64\n"
 		"op f x -> a:100\n"
@@ -81,27 +131,23 @@ TEST(inplace_taken_and_refused)
 		"op h b c x -> y:100=x\n"	/* x is a graph input */
 		"output y d\n";
 
-	ASSERT_EQ(0, parse(&g, s, &e)) TH_LOG("%u: %s", e.line, e.msg);
-	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
-	EXPECT_EQ(1, gp.stats.inplace_taken);
-	EXPECT_EQ(2, gp.stats.inplace_refused);
-	EXPECT_EQ(100, gp.stats.intra_op_saved);
-	EXPECT_EQ(gp.buffer[tid(g, "a")], gp.buffer[tid(g, "b")]);
-	EXPECT_EQ(gp.offset[tid(g, "a")], gp.offset[tid(g, "b")]);
-	EXPECT_NE(gp.buffer[tid(g, "b")], gp.buffer[tid(g, "c")]);
-	EXPECT_NE(gp.buffer[tid(g, "x")], gp.buffer[tid(g, "y")]);
-	EXPECT_EQ(gp.stats.tensor_bytes - 100, gp.stats.buffer_bytes);
-	EXPECT_STREQ("a+b", gp.problem.bufs[gp.buffer[tid(g, "a")]].id);
-	EXPECT_EQ(0, md_plan_validate(&gp.problem, gp.plan.offsets, NULL));
-	md_graph_plan_free(&gp);
-	md_graph_free(g);
+	LOAD(s);
+	PLAN();
+	EXPECT_EQ(1, gp->stats.inplace_taken);
+	EXPECT_EQ(2, gp->stats.inplace_refused);
+	EXPECT_EQ(100, gp->stats.intra_op_saved);
+	EXPECT_EQ(gp->buffer[T("a")], gp->buffer[T("b")]);
+	EXPECT_EQ(gp->offset[T("a")], gp->offset[T("b")]);
+	EXPECT_NE(gp->buffer[T("b")], gp->buffer[T("c")]);
+	EXPECT_NE(gp->buffer[T("x")], gp->buffer[T("y")]);
+	EXPECT_EQ(gp->stats.tensor_bytes - 100, gp->stats.buffer_bytes);
+	EXPECT_STREQ("a+b", gp->problem.bufs[gp->buffer[T("a")]].id);
+	EXPECT_EQ(0, md_plan_validate(&gp->problem, gp->plan.offsets, NULL));
 }
 
-TEST(contiguous_tensors_are_adjacent)
+TEST_F(graph, contiguous_tensors_are_adjacent)
 {
-	struct md_graph *g;
-	struct md_graph_plan gp;
-	struct md_error e;
+	struct md_graph_plan *gp = &self->gp;
 	const char *s =
 		"align 64\n"
 		"input x 10\n"
@@ -110,17 +156,15 @@ TEST(contiguous_tensors_are_adjacent)
 		"contig q k v\n"
 		"output o\n";
 
-	ASSERT_EQ(0, parse(&g, s, &e)) TH_LOG("%u: %s", e.line, e.msg);
-	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
-	EXPECT_EQ(gp.buffer[tid(g, "q")], gp.buffer[tid(g, "v")]);
+	LOAD(s);
+	PLAN();
+	EXPECT_EQ(gp->buffer[T("q")], gp->buffer[T("v")]);
 	/* q at +0, k at +256 (its own alignment), v at +384. */
-	EXPECT_EQ(256, gp.offset[tid(g, "k")] - gp.offset[tid(g, "q")]);
-	EXPECT_EQ(384, gp.offset[tid(g, "v")] - gp.offset[tid(g, "q")]);
-	EXPECT_EQ(0, gp.offset[tid(g, "q")] % 256);
-	EXPECT_EQ(0, gp.offset[tid(g, "o")] % 64);
-	EXPECT_EQ(0, md_plan_validate(&gp.problem, gp.plan.offsets, NULL));
-	md_graph_plan_free(&gp);
-	md_graph_free(g);
+	EXPECT_EQ(256, gp->offset[T("k")] - gp->offset[T("q")]);
+	EXPECT_EQ(384, gp->offset[T("v")] - gp->offset[T("q")]);
+	EXPECT_EQ(0, gp->offset[T("q")] % 256);
+	EXPECT_EQ(0, gp->offset[T("o")] % 64);
+	EXPECT_EQ(0, md_plan_validate(&gp->problem, gp->plan.offsets, NULL));
 }
 
 /* An unrolled loop of @steps LSTM-like steps, with or without barriers. */
@@ -191,7 +235,7 @@ struct bad_graph {
 	const char *msg;
 };
 
-TEST(graph_parse_rejects_bad_input)
+TEST_F(graph, graph_parse_rejects_bad_input)
 {
 	static const struct bad_graph cases[] = {
 		{ "", 0, "empty input: no statements" },
@@ -233,26 +277,22 @@ TEST(graph_parse_rejects_bad_input)
 	size_t i;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct md_graph *g;
-		struct md_error e;
+		const struct md_error *e = &self->e;
 
-		memset(&e, 0, sizeof(e));
-		EXPECT_EQ(-EINVAL, parse(&g, cases[i].text, &e));
-		EXPECT_EQ(cases[i].line, e.line);
-		if (!strstr(e.msg, cases[i].msg))
-			TH_LOG("case %zu: '%s' lacks '%s'", i, e.msg,
+		/* load() clears e: a line left from the last case fails. */
+		EXPECT_EQ(-EINVAL, load(self, cases[i].text));
+		EXPECT_EQ(cases[i].line, e->line);
+		if (!strstr(e->msg, cases[i].msg))
+			TH_LOG("case %zu: '%s' lacks '%s'", i, e->msg,
 			       cases[i].msg);
-		EXPECT_NE(NULL, strstr(e.msg, cases[i].msg));
-		md_graph_free(g);
+		EXPECT_NE(NULL, strstr(e->msg, cases[i].msg));
 	}
 }
 
-TEST(device_alignment)
+TEST_F(graph, device_alignment)
 {
 	struct md_align_cfg cfg;
-	struct md_graph *g;
-	struct md_graph_plan gp;
-	struct md_error e;
+	struct md_graph_plan *gp = &self->gp;
 	size_t i;
 
 	md_align_cfg_default(&cfg);
@@ -266,16 +306,14 @@ TEST(device_alignment)
 	EXPECT_EQ(-EINVAL, md_align_cfg_set(&cfg, MD_DEV_COUNT, 64));
 	EXPECT_STREQ("npu", md_device_name(MD_DEV_NPU));
 
-	ASSERT_EQ(0, parse(&g, "device npu\ninput x 3\n"
-			   "op f x -> a:5 b:7@16 c:9\noutput a b c\n", &e));
-	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
-	for (i = 0; i < gp.ntensors; i++) {
-		uint64_t want = i == (size_t)tid(g, "b") ? 16 : 256;
+	ASSERT_EQ(0, load(self, "device npu\ninput x 3\n"
+			  "op f x -> a:5 b:7@16 c:9\noutput a b c\n"));
+	PLAN();
+	for (i = 0; i < gp->ntensors; i++) {
+		uint64_t want = i == (size_t)T("b") ? 16 : 256;
 
-		EXPECT_EQ(0, gp.offset[i] % want);
+		EXPECT_EQ(0, gp->offset[i] % want);
 	}
-	md_graph_plan_free(&gp);
-	md_graph_free(g);
 }
 
 TEST(meta_intervals_and_compat)
@@ -385,16 +423,11 @@ TEST(build_by_hand)
 }
 
 /* A UTF-8 byte order mark before the first statement is skipped. */
-TEST(graph_bom_is_skipped)
+TEST_F(graph, graph_bom_is_skipped)
 {
-	struct md_graph *g;
-	struct md_error e;
-
-	ASSERT_EQ(0, parse(&g, "\xef\xbb\xbfinput x 4\nop f x -> y:4\n", &e));
-	EXPECT_EQ(2, md_graph_tensor_count(g));
-	md_graph_free(g);
-	ASSERT_EQ(0, parse(&g, "\xef\xbb\xbf# comment\ninput x 4\n", &e));
-	md_graph_free(g);
+	ASSERT_EQ(0, load(self, "\xef\xbb\xbfinput x 4\nop f x -> y:4\n"));
+	EXPECT_EQ(2, md_graph_tensor_count(self->g));
+	ASSERT_EQ(0, load(self, "\xef\xbb\xbf# comment\ninput x 4\n"));
 }
 
 /* Built by hand, a group past 2^64 is refused by the lowering itself. */
@@ -420,11 +453,9 @@ TEST(lowering_refuses_what_wraps)
 }
 
 /* A reshape chain: one buffer whose lifetime the views extend. */
-TEST(view_chain_shares_one_buffer)
+TEST_F(graph, view_chain_shares_one_buffer)
 {
-	struct md_graph *g;
-	struct md_graph_plan gp;
-	struct md_error e;
+	struct md_graph_plan *gp = &self->gp;
 	const char *s =
 		"input x 64\n"
 		"op f x -> a:1000\n"		/* step 0 */
@@ -434,44 +465,40 @@ TEST(view_chain_shares_one_buffer)
 		"output d\n";
 	int a, b, c;
 
-	ASSERT_EQ(0, parse(&g, s, &e)) TH_LOG("%u: %s", e.line, e.msg);
-	a = tid(g, "a");
-	b = tid(g, "b");
-	c = tid(g, "c");
-	EXPECT_EQ(a, md_graph_view_of(g, b));
-	EXPECT_EQ(b, md_graph_view_of(g, c));
-	EXPECT_EQ(-1, md_graph_view_of(g, a));
-	EXPECT_EQ(1000, md_graph_tensor_size(g, c));
-	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
-	EXPECT_EQ(gp.buffer[a], gp.buffer[b]);
-	EXPECT_EQ(gp.buffer[a], gp.buffer[c]);
-	EXPECT_EQ(gp.offset[a], gp.offset[c]);
+	LOAD(s);
+	a = T("a");
+	b = T("b");
+	c = T("c");
+	EXPECT_EQ(a, md_graph_view_of(self->g, b));
+	EXPECT_EQ(b, md_graph_view_of(self->g, c));
+	EXPECT_EQ(-1, md_graph_view_of(self->g, a));
+	EXPECT_EQ(1000, md_graph_tensor_size(self->g, c));
+	PLAN();
+	EXPECT_EQ(gp->buffer[a], gp->buffer[b]);
+	EXPECT_EQ(gp->buffer[a], gp->buffer[c]);
+	EXPECT_EQ(gp->offset[a], gp->offset[c]);
 	/* a's own lifetime ends at step 1; its buffer lives to step 3. */
-	EXPECT_EQ(2, gp.upper[a]);
-	EXPECT_EQ(0, gp.problem.bufs[gp.buffer[a]].lower);
-	EXPECT_EQ(4, gp.problem.bufs[gp.buffer[a]].upper);
-	EXPECT_EQ(MD_ALIAS_VIEW, gp.kind[b]);
-	EXPECT_EQ(a, gp.alias[b]);
-	EXPECT_EQ(MD_ALIAS_VIEW, gp.kind[c]);
-	EXPECT_EQ(b, gp.alias[c]);
-	EXPECT_EQ(MD_ALIAS_NONE, gp.kind[a]);
-	EXPECT_EQ(2, gp.stats.views);
-	EXPECT_EQ(3, gp.problem.n);	/* x, a+b+c, d */
+	EXPECT_EQ(2, gp->upper[a]);
+	EXPECT_EQ(0, gp->problem.bufs[gp->buffer[a]].lower);
+	EXPECT_EQ(4, gp->problem.bufs[gp->buffer[a]].upper);
+	EXPECT_EQ(MD_ALIAS_VIEW, gp->kind[b]);
+	EXPECT_EQ(a, gp->alias[b]);
+	EXPECT_EQ(MD_ALIAS_VIEW, gp->kind[c]);
+	EXPECT_EQ(b, gp->alias[c]);
+	EXPECT_EQ(MD_ALIAS_NONE, gp->kind[a]);
+	EXPECT_EQ(2, gp->stats.views);
+	EXPECT_EQ(3, gp->problem.n);	/* x, a+b+c, d */
 	/* Step 3: x + c + d = 1564 with views; x + d + c = 1564 without:
 	 * the no-alias bound peaks at step 1 or 2, x + two of a, b, c. */
-	EXPECT_EQ(1564, gp.stats.lower_bound);
-	EXPECT_EQ(2064, gp.stats.lower_bound_noalias);
-	EXPECT_EQ(0, md_graph_plan_validate(g, &gp, NULL));
-	md_graph_plan_free(&gp);
-	md_graph_free(g);
+	EXPECT_EQ(1564, gp->stats.lower_bound);
+	EXPECT_EQ(2064, gp->stats.lower_bound_noalias);
+	EXPECT_EQ(0, md_graph_plan_validate(self->g, gp, NULL));
 }
 
 /* An element-wise chain in place: one buffer, recorded in the plan. */
-TEST(inplace_chain_recorded)
+TEST_F(graph, inplace_chain_recorded)
 {
-	struct md_graph *g;
-	struct md_graph_plan gp;
-	struct md_error e;
+	struct md_graph_plan *gp = &self->gp;
 	const char *s =
 		"input x 64\n"
 		"op f x -> a:100\n"
@@ -480,16 +507,14 @@ TEST(inplace_chain_recorded)
 		"op g c -> d:8\n"
 		"output d\n";
 
-	ASSERT_EQ(0, parse(&g, s, &e)) TH_LOG("%u: %s", e.line, e.msg);
-	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
-	EXPECT_EQ(2, gp.stats.inplace_taken);
-	EXPECT_EQ(MD_ALIAS_INPLACE, gp.kind[tid(g, "b")]);
-	EXPECT_EQ(tid(g, "a"), gp.alias[tid(g, "b")]);
-	EXPECT_EQ(MD_ALIAS_INPLACE, gp.kind[tid(g, "c")]);
-	EXPECT_EQ(gp.offset[tid(g, "a")], gp.offset[tid(g, "c")]);
-	EXPECT_EQ(0, md_graph_plan_validate(g, &gp, NULL));
-	md_graph_plan_free(&gp);
-	md_graph_free(g);
+	LOAD(s);
+	PLAN();
+	EXPECT_EQ(2, gp->stats.inplace_taken);
+	EXPECT_EQ(MD_ALIAS_INPLACE, gp->kind[T("b")]);
+	EXPECT_EQ(T("a"), gp->alias[T("b")]);
+	EXPECT_EQ(MD_ALIAS_INPLACE, gp->kind[T("c")]);
+	EXPECT_EQ(gp->offset[T("a")], gp->offset[T("c")]);
+	EXPECT_EQ(0, md_graph_plan_validate(self->g, gp, NULL));
 }
 
 /*
@@ -497,11 +522,9 @@ TEST(inplace_chain_recorded)
  * the input (a branch), through the base of a view, or when two outputs
  * of one op ask for the same memory.
  */
-TEST(inplace_refused_when_read_later)
+TEST_F(graph, inplace_refused_when_read_later)
 {
-	struct md_graph *g;
-	struct md_graph_plan gp;
-	struct md_error e;
+	struct md_graph_plan *gp = &self->gp;
 	const char *s =
 		"input x 64\n"
 		"op f x -> a:100\n"
@@ -514,30 +537,26 @@ TEST(inplace_refused_when_read_later)
 		"op k p r -> s:8\n"
 		"output c s\n";
 
-	ASSERT_EQ(0, parse(&g, s, &e)) TH_LOG("%u: %s", e.line, e.msg);
-	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
-	EXPECT_EQ(0, gp.stats.inplace_taken);
-	EXPECT_EQ(2, gp.stats.inplace_refused);
-	EXPECT_EQ(MD_ALIAS_NONE, gp.kind[tid(g, "b")]);
-	EXPECT_EQ(-1, gp.alias[tid(g, "b")]);
-	EXPECT_NE(gp.buffer[tid(g, "a")], gp.buffer[tid(g, "b")]);
-	EXPECT_NE(gp.buffer[tid(g, "p")], gp.buffer[tid(g, "r")]);
-	EXPECT_EQ(0, md_graph_plan_validate(g, &gp, NULL));
-	md_graph_plan_free(&gp);
-	md_graph_free(g);
+	LOAD(s);
+	PLAN();
+	EXPECT_EQ(0, gp->stats.inplace_taken);
+	EXPECT_EQ(2, gp->stats.inplace_refused);
+	EXPECT_EQ(MD_ALIAS_NONE, gp->kind[T("b")]);
+	EXPECT_EQ(-1, gp->alias[T("b")]);
+	EXPECT_NE(gp->buffer[T("a")], gp->buffer[T("b")]);
+	EXPECT_NE(gp->buffer[T("p")], gp->buffer[T("r")]);
+	EXPECT_EQ(0, md_graph_plan_validate(self->g, gp, NULL));
 
 	/* Two outputs of one op into a and its view: the first only. */
-	ASSERT_EQ(0, parse(&g, "input x 8\nop f x -> a:100\n"
-			   "op r a -> v^a\n"
-			   "op two a v -> b:100=a c:100=v\n"
-			   "output b c\n", &e)) TH_LOG("%s", e.msg);
-	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
-	EXPECT_EQ(1, gp.stats.inplace_taken);
-	EXPECT_EQ(MD_ALIAS_INPLACE, gp.kind[tid(g, "b")]);
-	EXPECT_EQ(MD_ALIAS_NONE, gp.kind[tid(g, "c")]);
-	EXPECT_EQ(0, md_graph_plan_validate(g, &gp, NULL));
-	md_graph_plan_free(&gp);
-	md_graph_free(g);
+	LOAD("input x 8\nop f x -> a:100\n"
+	     "op r a -> v^a\n"
+	     "op two a v -> b:100=a c:100=v\n"
+	     "output b c\n");
+	PLAN();
+	EXPECT_EQ(1, gp->stats.inplace_taken);
+	EXPECT_EQ(MD_ALIAS_INPLACE, gp->kind[T("b")]);
+	EXPECT_EQ(MD_ALIAS_NONE, gp->kind[T("c")]);
+	EXPECT_EQ(0, md_graph_plan_validate(self->g, gp, NULL));
 }
 
 /*
@@ -545,11 +564,9 @@ TEST(inplace_refused_when_read_later)
  * input's memory (no copy), and the input's buffer is all there is.
  * A graph output that is a view keeps its base to the end.
  */
-TEST(views_of_inputs_and_outputs)
+TEST_F(graph, views_of_inputs_and_outputs)
 {
-	struct md_graph *g;
-	struct md_graph_plan gp;
-	struct md_error e;
+	struct md_graph_plan *gp = &self->gp;
 	const char *s =
 		"input x 256\n"
 		"op resh x -> xv^x\n"
@@ -560,31 +577,27 @@ TEST(views_of_inputs_and_outputs)
 		"output out w\n";
 	int x, xv, z;
 
-	ASSERT_EQ(0, parse(&g, s, &e)) TH_LOG("%u: %s", e.line, e.msg);
-	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
-	x = tid(g, "x");
-	xv = tid(g, "xv");
-	z = tid(g, "z");
-	EXPECT_EQ(gp.buffer[x], gp.buffer[xv]);
-	EXPECT_EQ(gp.offset[x], gp.offset[xv]);
-	EXPECT_EQ(0, gp.stats.inplace_taken);
-	EXPECT_EQ(1, gp.stats.inplace_refused);
-	EXPECT_NE(gp.buffer[x], gp.buffer[tid(g, "y")]);
+	LOAD(s);
+	PLAN();
+	x = T("x");
+	xv = T("xv");
+	z = T("z");
+	EXPECT_EQ(gp->buffer[x], gp->buffer[xv]);
+	EXPECT_EQ(gp->offset[x], gp->offset[xv]);
+	EXPECT_EQ(0, gp->stats.inplace_taken);
+	EXPECT_EQ(1, gp->stats.inplace_refused);
+	EXPECT_NE(gp->buffer[x], gp->buffer[T("y")]);
 	/* z's memory lives to the end as the output out. */
-	EXPECT_EQ(gp.buffer[z], gp.buffer[tid(g, "out")]);
-	EXPECT_EQ(5, gp.problem.bufs[gp.buffer[z]].upper);
-	EXPECT_EQ(0, md_graph_plan_validate(g, &gp, NULL));
-	md_graph_plan_free(&gp);
-	md_graph_free(g);
+	EXPECT_EQ(gp->buffer[z], gp->buffer[T("out")]);
+	EXPECT_EQ(5, gp->problem.bufs[gp->buffer[z]].upper);
+	EXPECT_EQ(0, md_graph_plan_validate(self->g, gp, NULL));
 }
 
 /* A plan that aliases wrongly, made by hand, is rejected per tensor. */
-TEST(validator_rejects_wrong_alias)
+TEST_F(graph, validator_rejects_wrong_alias)
 {
-	struct md_graph *g;
-	struct md_graph_plan gp;
+	struct md_graph_plan *gp = &self->gp;
 	struct md_conflict c;
-	struct md_error e;
 	const char *s =
 		"input x 64\n"
 		"op f x -> a:100\n"
@@ -595,34 +608,30 @@ TEST(validator_rejects_wrong_alias)
 		"output d\n";
 	int a, b, v, c_;
 
-	ASSERT_EQ(0, parse(&g, s, &e)) TH_LOG("%u: %s", e.line, e.msg);
-	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
-	ASSERT_EQ(0, md_graph_plan_validate(g, &gp, NULL));
-	a = tid(g, "a");
-	b = tid(g, "b");
-	c_ = tid(g, "c");
-	v = tid(g, "v");
+	LOAD(s);
+	PLAN();
+	ASSERT_EQ(0, md_graph_plan_validate(self->g, gp, NULL));
+	a = T("a");
+	b = T("b");
+	c_ = T("c");
+	v = T("v");
 	/* b onto a as if in place: a is still read by g. */
-	gp.offset[b] = gp.offset[a];
-	EXPECT_EQ(-EEXIST, md_graph_plan_validate(g, &gp, &c));
+	gp->offset[b] = gp->offset[a];
+	EXPECT_EQ(-EEXIST, md_graph_plan_validate(self->g, gp, &c));
 	EXPECT_TRUE((c.a == (size_t)a && c.b == (size_t)b) ||
 		    (c.a == (size_t)b && c.b == (size_t)a));
-	md_graph_plan_free(&gp);
 
 	/* A view moved away from its base. */
-	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
-	gp.offset[v] = gp.offset[c_] + 64;
-	EXPECT_EQ(-EINVAL, md_graph_plan_validate(g, &gp, &c));
+	PLAN();
+	gp->offset[v] = gp->offset[c_] + 64;
+	EXPECT_EQ(-EINVAL, md_graph_plan_validate(self->g, gp, &c));
 	EXPECT_EQ((size_t)v, c.a);
 	EXPECT_EQ((size_t)-1, c.b);
-	md_graph_plan_free(&gp);
 
 	/* Outside the arena. */
-	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
-	gp.offset[tid(g, "d")] = gp.stats.peak;
-	EXPECT_EQ(-EINVAL, md_graph_plan_validate(g, &gp, NULL));
-	md_graph_plan_free(&gp);
-	md_graph_free(g);
+	PLAN();
+	gp->offset[T("d")] = gp->stats.peak;
+	EXPECT_EQ(-EINVAL, md_graph_plan_validate(self->g, gp, NULL));
 }
 
 /*
@@ -631,11 +640,9 @@ TEST(validator_rejects_wrong_alias)
  * without such merges too and keeps the better plan. Where the merge
  * costs nothing, it stays.
  */
-TEST(inplace_that_raises_the_peak_is_dropped)
+TEST_F(graph, inplace_that_raises_the_peak_is_dropped)
 {
-	struct md_graph *g;
-	struct md_graph_plan gp;
-	struct md_error e;
+	struct md_graph_plan *gp = &self->gp;
 	const char *s =
 		"input x 8\n"
 		"op f x -> a:100 z:1000\n"	/* step 0 */
@@ -644,35 +651,28 @@ TEST(inplace_that_raises_the_peak_is_dropped)
 		"op k b w -> c:8\n"
 		"output c\n";
 
-	ASSERT_EQ(0, parse(&g, s, &e)) TH_LOG("%u: %s", e.line, e.msg);
-	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
-	EXPECT_EQ(MD_ALIAS_NONE, gp.kind[tid(g, "b")]);
-	EXPECT_EQ(0, gp.stats.inplace_taken);
-	EXPECT_EQ(1, gp.stats.inplace_refused);
+	LOAD(s);
+	PLAN();
+	EXPECT_EQ(MD_ALIAS_NONE, gp->kind[T("b")]);
+	EXPECT_EQ(0, gp->stats.inplace_taken);
+	EXPECT_EQ(1, gp->stats.inplace_refused);
 	/* x + a + z + w at step 1; merged it would be x + 1000 + z. */
-	EXPECT_EQ(1116, gp.stats.lower_bound);
-	EXPECT_EQ(1116, gp.plan.peak);
-	EXPECT_EQ(0, md_graph_plan_validate(g, &gp, NULL));
-	md_graph_plan_free(&gp);
-	md_graph_free(g);
+	EXPECT_EQ(1116, gp->stats.lower_bound);
+	EXPECT_EQ(1116, gp->plan.peak);
+	EXPECT_EQ(0, md_graph_plan_validate(self->g, gp, NULL));
 
 	/* Nothing else alive beside a: the merge is free and taken. */
-	ASSERT_EQ(0, parse(&g, "input x 8\nop f x -> a:100\n"
-			   "op h a -> b:1000=a\nop k b -> c:8\noutput c\n",
-			   &e)) TH_LOG("%s", e.msg);
-	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
-	EXPECT_EQ(MD_ALIAS_INPLACE, gp.kind[tid(g, "b")]);
-	EXPECT_EQ(1, gp.stats.inplace_taken);
-	md_graph_plan_free(&gp);
-	md_graph_free(g);
+	LOAD("input x 8\nop f x -> a:100\n"
+	     "op h a -> b:1000=a\nop k b -> c:8\noutput c\n");
+	PLAN();
+	EXPECT_EQ(MD_ALIAS_INPLACE, gp->kind[T("b")]);
+	EXPECT_EQ(1, gp->stats.inplace_taken);
 }
 
 /* A view of a contig member sits at that member's place in the group. */
-TEST(view_of_a_contig_member)
+TEST_F(graph, view_of_a_contig_member)
 {
-	struct md_graph *g;
-	struct md_graph_plan gp;
-	struct md_error e;
+	struct md_graph_plan *gp = &self->gp;
 	const char *s =
 		"align 64\n"
 		"input x 8\n"
@@ -683,23 +683,19 @@ TEST(view_of_a_contig_member)
 		"op g i y -> z:8\n"
 		"output z\n";
 
-	ASSERT_EQ(0, parse(&g, s, &e)) TH_LOG("%u: %s", e.line, e.msg);
-	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
-	EXPECT_EQ(gp.offset[tid(g, "i")] + 128, gp.offset[tid(g, "f")]);
-	EXPECT_EQ(gp.offset[tid(g, "f")], gp.offset[tid(g, "fv")]);
-	EXPECT_EQ(gp.buffer[tid(g, "i")], gp.buffer[tid(g, "fv")]);
-	EXPECT_EQ(0, gp.stats.inplace_taken);
-	EXPECT_EQ(0, md_graph_plan_validate(g, &gp, NULL));
-	md_graph_plan_free(&gp);
-	md_graph_free(g);
+	LOAD(s);
+	PLAN();
+	EXPECT_EQ(gp->offset[T("i")] + 128, gp->offset[T("f")]);
+	EXPECT_EQ(gp->offset[T("f")], gp->offset[T("fv")]);
+	EXPECT_EQ(gp->buffer[T("i")], gp->buffer[T("fv")]);
+	EXPECT_EQ(0, gp->stats.inplace_taken);
+	EXPECT_EQ(0, md_graph_plan_validate(self->g, gp, NULL));
 }
 
 /* Parallel mode: in place and views across whole stages check out. */
-TEST(validator_accepts_parallel_plans)
+TEST_F(graph, validator_accepts_parallel_plans)
 {
-	struct md_graph *g;
-	struct md_graph_plan gp;
-	struct md_error e;
+	struct md_graph_plan *gp = &self->gp;
 	const char *s =
 		"mode parallel\n"
 		"input x 64\n"
@@ -711,19 +707,15 @@ TEST(validator_accepts_parallel_plans)
 		"op h d -> o:8\n"
 		"output o\n";
 
-	ASSERT_EQ(0, parse(&g, s, &e)) TH_LOG("%u: %s", e.line, e.msg);
-	ASSERT_EQ(0, md_graph_plan(g, NULL, &gp));
-	EXPECT_EQ(2, gp.stats.inplace_taken);
-	EXPECT_EQ(gp.offset[tid(g, "a")], gp.offset[tid(g, "d")]);
-	EXPECT_EQ(0, md_graph_plan_validate(g, &gp, NULL));
-	md_graph_plan_free(&gp);
-	md_graph_free(g);
+	LOAD(s);
+	PLAN();
+	EXPECT_EQ(2, gp->stats.inplace_taken);
+	EXPECT_EQ(gp->offset[T("a")], gp->offset[T("d")]);
+	EXPECT_EQ(0, md_graph_plan_validate(self->g, gp, NULL));
 }
 
-TEST(view_syntax_errors)
+TEST_F(graph, view_syntax_errors)
 {
-	struct md_graph *g;
-	struct md_error e;
 	static const struct {
 		const char *text, *msg;
 	} bad[] = {
@@ -738,10 +730,9 @@ TEST(view_syntax_errors)
 	size_t i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		EXPECT_EQ(-EINVAL, parse(&g, bad[i].text, &e));
-		EXPECT_NE(NULL, strstr(e.msg, bad[i].msg))
-			TH_LOG("%s -> %s", bad[i].text, e.msg);
-		md_graph_free(g);
+		EXPECT_EQ(-EINVAL, load(self, bad[i].text));
+		EXPECT_NE(NULL, strstr(self->e.msg, bad[i].msg))
+			TH_LOG("%s -> %s", bad[i].text, self->e.msg);
 	}
 }
 
