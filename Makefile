@@ -350,6 +350,9 @@ $(B)/selftests/lib/models_bench_test: selftests/lib/models_bench_test.c $(KSFT_H
 # The real-model demo, on the host backend.
 $(B)/selftests/lib/demo_models_test: $(B)/demo/models $(B)/bin/metadef-models
 
+# plan_test checks the bench's scale shapes (tools/bench/shapes.h).
+$(B)/selftests/lib/plan_test: TEST_CFLAGS += -Itools/bench
+
 # The CLI test runs the tool: build it with the host tests.
 $(B)/selftests/lib/plan_cli_test: $(B)/bin/metadef-plan
 # The ONNX tests build their models with the generated protobuf-c structs.
@@ -446,7 +449,8 @@ bench-plan: $(B)/bench/plan_bench
 	$(B)/bench/plan_bench $(SHARED)/bench/minimalloc-challenging \
 		tools/plan/examples $(SHARED)/peers/minimalloc/bin/minimalloc
 
-$(B)/bench/plan_bench: tools/bench/plan_bench.c $(BENCH_HARNESS) $(LIB_A)
+$(B)/bench/plan_bench: tools/bench/plan_bench.c tools/bench/shapes.h \
+		$(BENCH_HARNESS) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(BENCH_CFLAGS) -o $@ $(filter %.c,$^) $(LIB_A) $(LIB_LIBS) -lm
 

@@ -23,6 +23,7 @@
 
 #include "plan_internal.h"
 #include "bench_files.h"
+#include "shapes.h"
 #include "test_util.h"
 #include "kselftest_harness.h"
 
@@ -632,23 +633,24 @@ TEST(quality_pinned_on_minimalloc_files)
 	}
 }
 
-/* Sizes as the benchmark's: 1..64 times 2^0..2^10 bytes. */
-static uint64_t shape_size(void)
+/*
+ * Shape @s (tools/bench/shapes.h) at @n buffers: planned, valid, and the
+ * peak within @max_ratio of the lower bound.
+ */
+static void solve_shape(struct __test_metadata *_metadata, enum shape s,
+			size_t n, double max_ratio)
 {
-	return (1 + rnd() % 64) << (rnd() % 11);
-}
-
-static void solve_shape(struct __test_metadata *_metadata,
-			const struct md_problem *p, double max_ratio)
-{
+	struct md_problem p;
 	struct md_plan plan;
 
-	ASSERT_EQ(0, md_plan_solve(p, NULL, &plan));
-	ASSERT_EQ(0, md_plan_validate(p, plan.offsets, NULL));
+	ASSERT_EQ(0, shape_problem(s, n, &rng_state, &p));
+	ASSERT_EQ(0, md_plan_solve(&p, NULL, &plan));
+	ASSERT_EQ(0, md_plan_validate(&p, plan.offsets, NULL));
 	EXPECT_LE((double)plan.peak / plan.lower_bound, max_ratio)
 		TH_LOG("peak %" PRIu64 ", lower bound %" PRIu64, plan.peak,
 		       plan.lower_bound);
 	md_plan_free(&plan);
+	md_problem_free(&p);
 }
 
 /*
@@ -660,28 +662,13 @@ static void solve_shape(struct __test_metadata *_metadata,
  */
 TEST(shape_all_alive)
 {
-	struct md_problem p;
-	size_t i, n = 20000;
-
-	md_problem_init(&p);
-	for (i = 0; i < n; i++)
-		ASSERT_EQ(0, md_problem_add(&p, NULL, i, n + i + 1,
-					    shape_size(), 64));
-	solve_shape(_metadata, &p, 1.01);
-	md_problem_free(&p);
+	solve_shape(_metadata, SH_ALIVE, 20000, 1.01);
 }
 
 /* A chain of ops: each buffer lives two steps. */
 TEST(shape_chain)
 {
-	struct md_problem p;
-	size_t i;
-
-	md_problem_init(&p);
-	for (i = 0; i < 20000; i++)
-		ASSERT_EQ(0, md_problem_add(&p, NULL, i, i + 2, shape_size(), 64));
-	solve_shape(_metadata, &p, 1.0);
-	md_problem_free(&p);
+	solve_shape(_metadata, SH_CHAIN, 20000, 1.0);
 }
 
 /*
@@ -690,19 +677,7 @@ TEST(shape_chain)
  */
 TEST(shape_random)
 {
-	struct md_problem p;
-	size_t i;
-
-	md_problem_init(&p);
-	for (i = 0; i < 20000; i++) {
-		uint64_t lo = i / 2, life = rnd() % 100 ? 1 + rnd() % 8 :
-						     1 + rnd() % 1000;
-
-		ASSERT_EQ(0, md_problem_add(&p, NULL, lo, lo + life,
-					    shape_size(), 64));
-	}
-	solve_shape(_metadata, &p, 1.05);
-	md_problem_free(&p);
+	solve_shape(_metadata, SH_RANDOM, 20000, 1.05);
 }
 
 /*
@@ -712,18 +687,7 @@ TEST(shape_random)
  */
 TEST(shape_wide_random)
 {
-	struct md_problem p;
-	size_t i, n = 20000;
-
-	md_problem_init(&p);
-	for (i = 0; i < n; i++) {
-		uint64_t lo = rnd() % n;
-
-		ASSERT_EQ(0, md_problem_add(&p, NULL, lo, lo + 1 + rnd() % (n / 10),
-					    shape_size(), 64));
-	}
-	solve_shape(_metadata, &p, 1.10);
-	md_problem_free(&p);
+	solve_shape(_metadata, SH_WIDE, 20000, 1.10);
 }
 
 /*
@@ -736,31 +700,13 @@ TEST(shape_parallel_graph)
 	int bar;
 
 	for (bar = 0; bar <= 64; bar += 64) {
-		size_t n = 5000, i, len = 0, cap = n * 64 + 256;
 		struct md_graph_plan gp;
 		struct md_graph *g;
 		struct md_error err;
-		char *text = malloc(cap);
+		size_t len;
+		char *text = parallel_graph(5000, bar, &rng_state, &len);
 
 		ASSERT_NE(NULL, text);
-		len += snprintf(text + len, cap - len,
-				"mode parallel\ninput w 64K\ninput x 4K\n");
-		for (i = 0; i < n; i++) {
-			char in[48];
-
-			if (!i)
-				snprintf(in, sizeof(in), "x");
-			else if (i > 1 && rnd() % 4 == 0)
-				snprintf(in, sizeof(in), "t%zu t%zu", i - 1, i - 2);
-			else
-				snprintf(in, sizeof(in), "t%zu", i - 1);
-			len += snprintf(text + len, cap - len,
-					"op o%zu %s w -> t%zu:%" PRIu64 "\n", i, in,
-					i, shape_size());
-			if (bar && i % bar == bar - 1)
-				len += snprintf(text + len, cap - len, "barrier\n");
-		}
-		len += snprintf(text + len, cap - len, "output t%zu\n", n - 1);
 		ASSERT_EQ(0, md_graph_new(&g));
 		ASSERT_EQ(0, md_graph_parse(g, text, len, &err))
 			TH_LOG("line %u: %s", err.line, err.msg);

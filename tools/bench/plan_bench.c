@@ -51,16 +51,12 @@
 
 #include "harness.h"
 #include "random.h"
+#include "shapes.h"
 
 #define MM_TIMEOUT "30s"	/* per MiniMalloc run */
 #define QUALITY_GOAL 1.15	/* geomean metadef / MiniMalloc */
 
-static uint64_t rng;
-
-static uint64_t rnd(void)
-{
-	return md_xorshift64(&rng);
-}
+static uint64_t rng;	/* the shapes' random state */
 
 static struct bench harness;
 
@@ -378,90 +374,10 @@ static int load_file(const char *path, int graph, struct md_problem *p,
 
 /* ------------------------------------------------------------ shapes */
 
-static uint64_t shape_size(void)
-{
-	return (1 + rnd() % 64) << (rnd() % 11);
-}
-
-enum shape {
-	SH_ALIVE, SH_CHAIN, SH_RANDOM, SH_WIDE, SH_PAR, SH_PAR64, SH_COUNT
-};
-
 static const char *const shape_name[SH_COUNT] = {
 	"all alive", "chain", "random (graph-like)", "random (wide)",
 	"parallel graph", "parallel, barrier/64",
 };
-
-/*
- * all alive: staggered lifetimes that all share one instant; chain: each
- * buffer lives two steps; random (graph-like): two buffers a step, most
- * dying within 8 steps, 1 % living up to 1000; random (wide): uniformly
- * random starts, lifetimes up to a tenth of the horizon (thousands alive,
- * memory cut into many pieces).
- */
-static int shape_problem(enum shape s, size_t n, struct md_problem *p)
-{
-	size_t i;
-	int ret = 0;
-
-	md_problem_init(p);
-	for (i = 0; i < n && !ret; i++) {
-		uint64_t lo, hi;
-
-		switch (s) {
-		case SH_ALIVE:
-			lo = i;
-			hi = n + i + 1;
-			break;
-		case SH_CHAIN:
-			lo = i;
-			hi = i + 2;
-			break;
-		case SH_RANDOM:
-			lo = i / 2;
-			hi = lo + (rnd() % 100 ? 1 + rnd() % 8 : 1 + rnd() % 1000);
-			break;
-		default:
-			lo = rnd() % n;
-			hi = lo + 1 + rnd() % (n / 10 + 1);
-			break;
-		}
-		ret = md_problem_add(p, NULL, lo, hi, shape_size(), 64);
-	}
-	return ret;
-}
-
-/*
- * A graph in parallel mode: n ops, each reading the previous tensor (one
- * in four also the one before) and the weights, one output each;
- * a barrier every @bar ops (0: none, every tensor alive the whole run).
- */
-static char *parallel_graph(size_t n, size_t bar, size_t *len)
-{
-	size_t cap = n * 64 + 256, i, l = 0;
-	char *s = malloc(cap);
-
-	if (!s)
-		return NULL;
-	l += snprintf(s + l, cap - l, "mode parallel\ninput w 64K\ninput x 4K\n");
-	for (i = 0; i < n; i++) {
-		char in[48];
-
-		if (!i)
-			snprintf(in, sizeof(in), "x");
-		else if (i > 1 && rnd() % 4 == 0)
-			snprintf(in, sizeof(in), "t%zu t%zu", i - 1, i - 2);
-		else
-			snprintf(in, sizeof(in), "t%zu", i - 1);
-		l += snprintf(s + l, cap - l, "op o%zu %s w -> t%zu:%" PRIu64 "\n",
-			      i, in, i, shape_size());
-		if (bar && i % bar == bar - 1)
-			l += snprintf(s + l, cap - l, "barrier\n");
-	}
-	l += snprintf(s + l, cap - l, "output t%zu\n", n - 1);
-	*len = l;
-	return s;
-}
 
 /*
  * One shape at one size: CPU seconds of md_plan_solve() (graphs: of
@@ -482,7 +398,7 @@ static double time_shape(enum shape s, size_t n, double *ratio,
 		struct md_graph *g;
 		struct md_error err;
 		size_t len;
-		char *text = parallel_graph(n, s == SH_PAR ? 0 : 64, &len);
+		char *text = parallel_graph(n, s == SH_PAR ? 0 : 64, &rng, &len);
 
 		if (!text || md_graph_new(&g))
 			return -1;
@@ -502,7 +418,7 @@ static double time_shape(enum shape s, size_t n, double *ratio,
 		md_graph_plan_free(&gp);
 		return t;
 	}
-	if (shape_problem(s, n, &p))
+	if (shape_problem(s, n, &rng, &p))
 		return -1;
 	c0 = bench_cpu();
 	ret = md_plan_solve(&p, NULL, &plan);
@@ -624,7 +540,7 @@ int main(int argc, char **argv)
 		struct md_problem p;
 
 		rng = 0x853c49e6748fea9bULL + 7919 * i;
-		if (shape_problem(s, n, &p))
+		if (shape_problem(s, n, &rng, &p))
 			return 1;
 		snprintf(name, sizeof(name), "%s-%d",
 			 s == SH_RANDOM ? "rand-graph" : s == SH_WIDE ?
