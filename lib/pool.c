@@ -1109,8 +1109,15 @@ MD_API int md_free(struct md_pool *pool, const struct md_buf *buf)
 	w = w_pack(MD_BLOCK_ALLOCATED, 0, buf->generation);
 	nw = w_pack(MD_BLOCK_RECYCLED, 0, buf->generation);
 	tc = tcache_fast(pool);
-	/* Only the owner writes busy: the first test is needed. */
-	if (likely(tc && RLD(b->thread) == tc->tid)) {
+	/*
+	 * Only the owner may write busy, so the first tests come before it:
+	 * a thread whose id a descriptor still holds from an earlier life
+	 * (its blocks went to another cache since) fails the word's test,
+	 * its handle being stale.
+	 */
+	if (likely(tc && RLD(b->thread) == tc->tid &&
+		   atomic_load_explicit(w_word(&b->sync),
+					memory_order_relaxed) == w)) {
 		uint32_t me = tc->tid;
 
 		RST(b->busy, 1);

@@ -506,13 +506,16 @@ static POOL_INLINE void count_alloc(struct md_pool *pool, struct tc_cell *c,
 static POOL_INLINE bool count_slab_alloc(struct tc_cell *c, uint64_t size,
 					 uint64_t req)
 {
+	uint64_t n = RLD(c->nalloc[MD_TIER_SLAB]) + 1;
+	uint64_t b = RLD(c->balloc[MD_TIER_SLAB]) + size;
 	int64_t pb, pc;
 
-	RADD(c->nalloc[MD_TIER_SLAB], 1);
-	RADD(c->balloc[MD_TIER_SLAB], size);
+	RST(c->nalloc[MD_TIER_SLAB], n);
+	RST(c->balloc[MD_TIER_SLAB], b);
 	RADD(c->ralloc[MD_TIER_SLAB], req);
-	pb = cell_pend_b(c);
-	pc = cell_pend_c(c);
+	/* cell_pend_b() and _c() from the values just stored. */
+	pb = (int64_t)(b - RLD(c->bfree[MD_TIER_SLAB])) - RLD(c->base_b);
+	pc = (int64_t)(n - RLD(c->nfree[MD_TIER_SLAB])) - RLD(c->base_c);
 	if (pc > RLD(c->pmax_c))
 		RST(c->pmax_c, pc);
 	if (pb > RLD(c->pmax_b)) {
@@ -525,10 +528,13 @@ static POOL_INLINE bool count_slab_alloc(struct tc_cell *c, uint64_t size,
 static POOL_INLINE bool count_slab_free(struct tc_cell *c, uint64_t size,
 					uint64_t req)
 {
+	uint64_t b = RLD(c->bfree[MD_TIER_SLAB]) + size;
+
 	RADD(c->nfree[MD_TIER_SLAB], 1);
-	RADD(c->bfree[MD_TIER_SLAB], size);
+	RST(c->bfree[MD_TIER_SLAB], b);
 	RADD(c->rfree[MD_TIER_SLAB], req);
-	return cell_pend_b(c) < -PUBLISH_BYTES;
+	return (int64_t)(RLD(c->balloc[MD_TIER_SLAB]) - b) -
+	       RLD(c->base_b) < -PUBLISH_BYTES;
 }
 
 static POOL_INLINE void count_free(struct md_pool *pool, struct tc_cell *c,
