@@ -137,16 +137,21 @@ hand_out_refused(struct md_pool *pool, struct md_pool_block *b, uint64_t w)
  * new generation (refused as stale).
  */
 static INLINE int hand_out(struct md_pool *pool, struct md_pool_block *b,
-			   uint64_t req, const struct md_alloc_opts *opts,
+			   uint32_t stamp, uint64_t req,
+			   const struct md_alloc_opts *opts,
 			   struct md_buf *out)
 {
 	uint64_t w = atomic_load_explicit(w_word(&b->sync),
 					  memory_order_relaxed);
+	uint32_t t = RLD(b->thread);
 	uint64_t nw;
 
 	/* A snapshot that reads these must see the last free's transition. */
 	atomic_thread_fence(memory_order_release);
 	RST(b->requested, req);
+	/* Its owner: this thread's cache, unless it was ever taken away. */
+	if (unlikely(t != stamp && t != BLK_SHARED))
+		RST(b->thread, stamp);
 	/* Tags out of the line, written only when either changes. */
 	if (unlikely(opts || b->tagged)) {
 		const char *tag = opts ? opts->tag : NULL;
@@ -176,6 +181,18 @@ static INLINE int hand_out(struct md_pool *pool, struct md_pool_block *b,
 }
 
 /*
+ * Before this thread's first write to the word of a block another thread
+ * owns (that one frees it without a compare-exchange, md_free()): take it
+ * from its owner (pool_unown()) and read the word again. A handle whose
+ * check passed on the word read before is checked again on this one.
+ */
+static uint64_t take_from_owner(struct md_pool_block *b)
+{
+	pool_unown(b);
+	return atomic_load_explicit(w_word(&b->sync), memory_order_acquire);
+}
+
+/*
  * md_free()'s transition: ALLOCATED (no holder) or RELEASED -> RECYCLED in
  * one compare-exchange, only in the handle's generation.
  */
@@ -195,6 +212,10 @@ free_cas_slow(struct md_pool *pool, const struct md_buf *buf,
 				       MD_REUSE_RECYCLE, buf, b, w, -ESTALE);
 		nw = w_retire(w);
 		if (likely(nw)) {
+			if (unlikely(pool_owned_elsewhere(pool, b))) {
+				w = take_from_owner(b);
+				continue;
+			}
 			if (cas_w(b, &w, nw))
 				return 0;
 			continue;
@@ -239,6 +260,10 @@ MD_API int md_buf_acquire(struct md_pool *pool, const struct md_buf *buf)
 		if (!nw)
 			return violate(pool, MD_POOL_BAD_TRANSITION,
 				       MD_REUSE_ACQUIRE, buf, b, w, -EINVAL);
+		if (unlikely(pool_owned_elsewhere(pool, b))) {
+			w = take_from_owner(b);
+			continue;
+		}
 		if (cas_w(b, &w, nw))
 			return 0;
 	}
@@ -265,6 +290,10 @@ MD_API int md_buf_release(struct md_pool *pool, const struct md_buf *buf)
 		if (!nw)
 			return violate(pool, MD_POOL_BAD_TRANSITION,
 				       MD_REUSE_RELEASE, buf, b, w, -EINVAL);
+		if (unlikely(pool_owned_elsewhere(pool, b))) {
+			w = take_from_owner(b);
+			continue;
+		}
 		if (cas_w(b, &w, nw))
 			return w_state(nw) == MD_BLOCK_RELEASED;
 	}
@@ -415,7 +444,7 @@ static struct slab *slab_host_new(struct md_pool *pool, struct slab_class *sc)
 		s->stack[i] = sc->nslots - 1 - i;	/* slot 0 on top */
 		b->pool = pool;
 		b->owner = s;
-		b->cls = (uint32_t)(sc - pool->cls);
+		b->cls = (uint8_t)(sc - pool->cls);
 		b->tier = MD_TIER_SLAB;
 		b->size = sc->size;
 	}
@@ -758,7 +787,8 @@ slab_alloc_slow(struct md_pool *pool, uint64_t size, unsigned int c,
 		if (err)
 			return err;
 	}
-	err = hand_out(pool, b, size, opts, out);
+	err = hand_out(pool, b, tc ? tc->stamp : BLK_NOBODY, size, opts,
+		       out);
 	if (unlikely(err))
 		return err;
 	if (tc) {
@@ -788,7 +818,7 @@ static INLINE int slab_alloc(struct md_pool *pool, uint64_t size,
 			int err;
 
 			RST(bin->n, n);
-			err = hand_out(pool, b, size, opts, out);
+			err = hand_out(pool, b, tc->stamp, size, opts, out);
 			if (unlikely(err))
 				return err;
 			count_alloc(pool, &tc->cell, MD_TIER_SLAB, b->size,
@@ -864,7 +894,7 @@ static int xtier_alloc(struct md_pool *pool, uint64_t size,
 	err = pool->tiers[tier]->alloc(pool, size, &b);
 	if (err)
 		return err;
-	err = hand_out(pool, b, size, opts, out);
+	err = hand_out(pool, b, BLK_NOBODY, size, opts, out);
 	if (err)
 		return err;
 	cell = pool_cell_get(pool, &locked);
@@ -1001,7 +1031,7 @@ MD_API int md_alloc(struct md_pool *pool, uint64_t size, struct md_buf *out)
 			int err;
 
 			RST(bin->n, n);
-			err = hand_out(pool, b, size, NULL, out);
+			err = hand_out(pool, b, tc->stamp, size, NULL, out);
 			if (unlikely(err))
 				return err;
 			if (unlikely(count_slab_alloc(&tc->cell, b->size,
@@ -1033,12 +1063,17 @@ free_finish(struct md_pool *pool, struct md_pool_block *b)
 	return 0;
 }
 
-/* The transition out of line (RELEASED, held, refused, a lost race). */
+/*
+ * The transition out of line (RELEASED, held, refused, a lost race, a
+ * block owned by another thread or by this one without its cache).
+ */
 static int __attribute__((noinline))
 free_slow(struct md_pool *pool, const struct md_buf *buf,
-	  struct md_pool_block *b, uint64_t w)
+	  struct md_pool_block *b)
 {
-	int err = free_cas_slow(pool, buf, b, w);
+	int err = free_cas_slow(pool, buf, b,
+				atomic_load_explicit(w_word(&b->sync),
+						     memory_order_acquire));
 
 	if (err)
 		return err;
@@ -1046,26 +1081,64 @@ free_slow(struct md_pool *pool, const struct md_buf *buf,
 }
 
 /*
- * Like md_alloc(), no call but tail calls: one compare-exchange from the
- * handle's ALLOCATED word (free_cas()), then the block onto this thread's
- * bin.
+ * Like md_alloc(), no call but tail calls, then the block onto this
+ * thread's bin. The transition, ALLOCATED -> RECYCLED in the handle's
+ * generation:
+ *
+ * - by the block's owner (the thread whose cache handed it out, and no
+ *   other thread has written its word since: its thread is this cache's
+ *   id) with a plain load and store. Between them no other thread can
+ *   change the word: one that wants to first sets thread to BLK_SHARED,
+ *   runs a barrier on every thread (pool_unown()) and waits while busy is
+ *   set. This side's store of busy and load of thread need no fence: the
+ *   other side's barrier either comes after the load (then it is the
+ *   other side that waits for busy to clear) or before it (then the load
+ *   sees BLK_SHARED and this takes the compare-exchange);
+ * - by anyone else, with one compare-exchange, after taking the block
+ *   from its owner if it has one (free_slow()).
  */
 MD_API int md_free(struct md_pool *pool, const struct md_buf *buf)
 {
 	struct md_pool_block *b = buf ? buf->block : NULL;
 	struct tcache *tc;
-	uint64_t w;
+	uint64_t w, nw;
 
 	if (unlikely(!b || b->pool != pool))
 		return violate(pool, MD_POOL_BAD_HANDLE, MD_REUSE_RECYCLE, buf,
 			       NULL, 0, -EINVAL);
 	w = w_pack(MD_BLOCK_ALLOCATED, 0, buf->generation);
-	if (unlikely(!atomic_compare_exchange_strong_explicit(
-			w_word(&b->sync), &w,
-			w_pack(MD_BLOCK_RECYCLED, 0, buf->generation),
-			memory_order_acq_rel, memory_order_acquire)))
-		return free_slow(pool, buf, b, w);
+	nw = w_pack(MD_BLOCK_RECYCLED, 0, buf->generation);
 	tc = tcache_fast(pool);
+	/*
+	 * Only the owner may write busy, so the first tests come before it:
+	 * a thread whose id a descriptor still holds from an earlier life
+	 * (its blocks went to another cache since) fails the word's test,
+	 * its handle being stale.
+	 */
+	if (likely(tc && RLD(b->thread) == tc->tid &&
+		   atomic_load_explicit(w_word(&b->sync),
+					memory_order_relaxed) == w)) {
+		uint32_t me = tc->tid;
+
+		RST(b->busy, 1);
+		atomic_signal_fence(memory_order_seq_cst);
+		if (unlikely(RLD(b->thread) != me ||
+			     atomic_load_explicit(w_word(&b->sync),
+						  memory_order_relaxed) != w)) {
+			atomic_store_explicit(&b->busy, 0,
+					      memory_order_release);
+			return free_slow(pool, buf, b);
+		}
+		atomic_store_explicit(w_word(&b->sync), nw,
+				      memory_order_release);
+		atomic_store_explicit(&b->busy, 0, memory_order_release);
+	} else if (unlikely(RLD(b->thread) >= BLK_FIRST_TID ||
+			    !atomic_compare_exchange_strong_explicit(
+				    w_word(&b->sync), &w, nw,
+				    memory_order_acq_rel,
+				    memory_order_acquire))) {
+		return free_slow(pool, buf, b);
+	}
 	if (likely(tc && b->tier == MD_TIER_SLAB)) {
 		struct tc_bin *bin = &tc->bins[b->cls];
 		uint32_t n = RLD(bin->n);
@@ -1097,7 +1170,8 @@ MD_API int md_pool_create(struct md_device *dev,
 	pthread_once(&cls_once, cls_table_init);
 	if (!md_is_pow2(align) || align > MD_POOL_BUDDY_LIMIT)
 		return -EINVAL;
-	if (cfg && ((cfg->flags & ~(MD_POOL_NO_TCACHE | MD_POOL_DYNAMIC)) ||
+	if (cfg && ((cfg->flags & ~(MD_POOL_NO_TCACHE | MD_POOL_DYNAMIC |
+				    MD_POOL_SHARED_BLOCKS)) ||
 		    cfg->pad))
 		return -EINVAL;
 	unit = align > SLAB_UNIT_MIN ? align : SLAB_UNIT_MIN;
@@ -1138,6 +1212,9 @@ MD_API int md_pool_create(struct md_device *dev,
 	pool->handler = cfg ? cfg->handler : NULL;
 	pool->handler_arg = cfg ? cfg->handler_arg : NULL;
 	pool->dev = dev;
+	pool->owner_free = !(pool->flags & (MD_POOL_NO_TCACHE |
+					    MD_POOL_SHARED_BLOCKS)) &&
+			   pool_asym_init();
 	pool->tiers[MD_TIER_SLAB] = &pool_slab_ops;
 	pool->tiers[MD_TIER_BUDDY] = &pool_buddy_ops;
 	pool->tiers[MD_TIER_LARGE] = &pool_large_ops;

@@ -8,8 +8,13 @@
  * cached blocks go back through the tiers' tables, pool->tiers[]).
  */
 #include <errno.h>
+#include <linux/membarrier.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <metadef/pool.h>
 
@@ -22,6 +27,11 @@ struct md_pool *md_pool_list;
 __thread bool md_pool_limit_hit;
 
 static pthread_once_t tc_once = PTHREAD_ONCE_INIT;
+static pthread_once_t asym_once = PTHREAD_ONCE_INIT;
+static bool asym_ok;
+/* Ids of thread caches (struct tcache.tid), under the registry lock. */
+static uint32_t tid_next = BLK_FIRST_TID;
+static uint32_t *tid_free, tid_nfree, tid_cap;
 static pthread_key_t tc_key;
 __thread struct tcache *pool_tls_last TLS_IE;
 static __thread struct tcache *tls_list TLS_IE;
@@ -67,6 +77,133 @@ MD_API enum md_pool_tier md_pool_tier_of(uint64_t size)
 	if (size <= MD_POOL_BUDDY_LIMIT)
 		return MD_TIER_BUDDY;
 	return MD_TIER_LARGE;
+}
+
+/* ------------------------------------------------------------ owners' frees */
+
+/*
+ * A block's owner frees it with a plain load and store, with no fence
+ * (pool.c, md_free()); any other thread that writes the word first runs
+ * pool_unown(): the two sides of a Dekker handshake, the owner's without
+ * a fence, the other's with one on every running thread of the process
+ * (membarrier(2), private expedited: an IPI to each CPU running one of
+ * them; a thread not running has passed a context switch, a barrier too).
+ * lib/runtime.md ("The owner's free") has the argument.
+ */
+static long sys_membarrier(int cmd)
+{
+	return syscall(__NR_membarrier, cmd, 0, 0);
+}
+
+static void asym_probe(void)
+{
+	long cmds = sys_membarrier(MEMBARRIER_CMD_QUERY);
+
+	if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) ||
+	    !(cmds & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED))
+		return;
+	asym_ok = !sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
+}
+
+/*
+ * Whether owners may free plainly in this process (probed once): not when
+ * the kernel lacks membarrier's private expedited command or a filter
+ * (seccomp) refuses it.
+ */
+bool pool_asym_init(void)
+{
+	pthread_once(&asym_once, asym_probe);
+	return asym_ok;
+}
+
+/* A full barrier on every thread of the process that is running. */
+void pool_asym_barrier(void)
+{
+	if (!sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+		return;
+	/* A process whose registration is gone (a child of fork()). */
+	if (errno == EPERM &&
+	    !sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) &&
+	    !sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+		return;
+	/* Slower, needs no registration: every thread of every process. */
+	if (!sys_membarrier(MEMBARRIER_CMD_GLOBAL))
+		return;
+	/* An owner may be mid-free: going on could hand a block out twice. */
+	fprintf(stderr, "libmetadef: membarrier failed after it worked: %s\n",
+		strerror(errno));
+	abort();
+}
+
+/*
+ * Before a write to @b's word by a thread that is not its owner (its
+ * thread is a cache id, not this thread's): take the owner's right to
+ * free plainly, for good (BLK_SHARED: hand_out() keeps it), make that
+ * visible to every thread and their earlier stores to this one, then wait
+ * out an owner's free that read the old owner. The caller loads the word
+ * again after it. At most once per descriptor, unless its owner recycled
+ * the block meanwhile (then the caller's handle is stale).
+ */
+void __attribute__((noinline)) pool_unown(struct md_pool_block *b)
+{
+	unsigned int spins = 0;
+
+	atomic_store_explicit(&b->thread, BLK_SHARED, memory_order_relaxed);
+	pool_asym_barrier();
+	while (atomic_load_explicit(&b->busy, memory_order_acquire)) {
+		/* The owner is preempted in its few instructions. */
+		if (++spins > 128)
+			sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+		else
+			__builtin_ia32_pause();
+#endif
+	}
+}
+
+/*
+ * Whether a write to @b's word by this thread must first take the block
+ * from its owner: its owner is a cache, and not this thread's cache of
+ * @pool (which may be stale: a moved epoch does not change the owner).
+ */
+bool pool_owned_elsewhere(struct md_pool *pool, struct md_pool_block *b)
+{
+	uint32_t t = atomic_load_explicit(&b->thread, memory_order_relaxed);
+	struct tcache *tc;
+
+	if (t < BLK_FIRST_TID)
+		return false;
+	for (tc = tls_list; tc; tc = tc->tnext)
+		if (tc->pool_id == pool->id)
+			return tc->tid != t;
+	return true;
+}
+
+/* A new cache's id (registry lock held): the last freed, else new. */
+static uint32_t tid_get(void)
+{
+	if (tid_nfree)
+		return tid_free[--tid_nfree];
+	return tid_next++;
+}
+
+/*
+ * A freed cache's id (registry lock held). Its thread has exited or its
+ * pool is gone, so no free of its is running: the next cache may own its
+ * blocks. Without memory for the list the id is never reused.
+ */
+static void tid_put(uint32_t tid)
+{
+	if (tid_nfree == tid_cap) {
+		uint32_t cap = tid_cap ? 2 * tid_cap : 64;
+		uint32_t *n = realloc(tid_free, cap * sizeof(*n));
+
+		if (!n)
+			return;
+		tid_free = n;
+		tid_cap = cap;
+	}
+	tid_free[tid_nfree++] = tid;
 }
 
 /* ------------------------------------------------------------ transitions */
@@ -329,6 +466,7 @@ static void tc_thread_exit(void *arg)
 		next = tc->tnext;
 		if (pool)
 			tc_retire(pool, tc);
+		tid_put(tc->tid);
 		free(tc);
 	}
 	tls_list = NULL;
@@ -360,6 +498,7 @@ static void tc_prune(void)
 		*pp = tc->tnext;
 		if (pool_tls_last == tc)
 			pool_tls_last = NULL;
+		tid_put(tc->tid);
 		free(tc);
 	}
 }
@@ -388,6 +527,8 @@ pool_tcache_slow(struct md_pool *pool)
 	tc->pool_id = pool->id;
 	atomic_init(&tc->pool, pool);
 	tc->epoch = atomic_load(&pool->epoch);
+	tc->tid = tid_get();
+	tc->stamp = pool->owner_free ? tc->tid : BLK_NOBODY;
 	items = 0;
 	for (c = 0; c < pool->nclasses; c++) {
 		tc->bins[c].cap = pool->cls[c].tc_cap;

@@ -101,13 +101,27 @@ struct md_pool_block {
 	_Atomic uint64_t requested;
 	struct md_pool *pool;
 	void *owner;		/* struct slab, struct bregion or NULL */
-	uint32_t cls;		/* slab size class */
+	_Atomic uint32_t thread;	/* who may free it plainly: BLK_* */
+	uint8_t cls;		/* slab size class */
 	uint8_t tier;
 	uint8_t tagged;
+	_Atomic uint8_t busy;	/* its owner is in md_free's plain step */
 };
 
 _Static_assert(sizeof(struct md_pool_block) == 64,
 	       "a descriptor is one cache line");
+
+/*
+ * md_pool_block.thread: which thread, if any, frees the block with a plain
+ * load and store instead of a compare-exchange (lib/runtime.md, "The
+ * owner's free"). 2 and up: the id of the thread cache (struct tcache.tid)
+ * that handed the block out, its owner; only that thread frees it so, and
+ * any other thread's write to the word first takes that right away for
+ * good (pool_unown()).
+ */
+#define BLK_NOBODY	0u	/* every write a compare-exchange */
+#define BLK_SHARED	1u	/* taken from its owner: so for good */
+#define BLK_FIRST_TID	2u
 
 /* A block's owner tag and allocation site (md_alloc_opts). */
 struct blk_tags {
@@ -128,7 +142,7 @@ typedef int (*blk_fn)(void *arg, const struct blk_rec *r);
 
 #define SLAB_MIN	(64ull << 10)	/* smallest slab, slab-region granule */
 #define SLAB_UNIT_MIN	64ull		/* smallest class */
-#define MAX_CLASSES	96
+#define MAX_CLASSES	96		/* md_pool_block.cls is a byte */
 #define TCACHE_MAX	(64ull << 10)	/* classes above are not cached */
 #define TCACHE_BYTES	(256ull << 10)	/* bytes a full bin holds at most */
 
@@ -276,6 +290,8 @@ struct tcache {
 	uint64_t pool_id;
 	_Atomic(struct md_pool *) pool;	/* NULL: the pool is gone */
 	uint32_t epoch;
+	uint32_t tid;		/* >= BLK_FIRST_TID, unique among live caches */
+	uint32_t stamp;		/* md_pool_block.thread of what it hands out */
 	struct tcache *pnext, *pprev;	/* the pool's list (registry lock) */
 	struct tcache *tnext;		/* the thread's list (owner only) */
 	struct tc_cell cell;
@@ -300,6 +316,7 @@ struct md_pool {
 	uint64_t slab_region, buddy_region;
 	uint64_t limit;
 	struct md_device *dev;
+	bool owner_free;		/* owners free plainly (pool_asym_init()) */
 	md_pool_handler_t handler;
 	void *handler_arg;
 	struct md_pool *next;		/* every pool (pool list lock) */
@@ -418,6 +435,10 @@ void pool_publish_pending(struct md_pool *pool, struct tc_cell *c);
 struct tcache *pool_tcache_slow(struct md_pool *pool);
 void pool_tcache_flush(struct md_pool *pool, struct tcache *tc);
 void pool_caches_detach(struct md_pool *pool);
+bool pool_asym_init(void);
+void pool_asym_barrier(void);
+void pool_unown(struct md_pool_block *b);
+bool pool_owned_elsewhere(struct md_pool *pool, struct md_pool_block *b);
 /* This thread's cache last used (pool_core.c). */
 extern __thread struct tcache *pool_tls_last TLS_IE;
 
@@ -485,13 +506,16 @@ static POOL_INLINE void count_alloc(struct md_pool *pool, struct tc_cell *c,
 static POOL_INLINE bool count_slab_alloc(struct tc_cell *c, uint64_t size,
 					 uint64_t req)
 {
+	uint64_t n = RLD(c->nalloc[MD_TIER_SLAB]) + 1;
+	uint64_t b = RLD(c->balloc[MD_TIER_SLAB]) + size;
 	int64_t pb, pc;
 
-	RADD(c->nalloc[MD_TIER_SLAB], 1);
-	RADD(c->balloc[MD_TIER_SLAB], size);
+	RST(c->nalloc[MD_TIER_SLAB], n);
+	RST(c->balloc[MD_TIER_SLAB], b);
 	RADD(c->ralloc[MD_TIER_SLAB], req);
-	pb = cell_pend_b(c);
-	pc = cell_pend_c(c);
+	/* cell_pend_b() and _c() from the values just stored. */
+	pb = (int64_t)(b - RLD(c->bfree[MD_TIER_SLAB])) - RLD(c->base_b);
+	pc = (int64_t)(n - RLD(c->nfree[MD_TIER_SLAB])) - RLD(c->base_c);
 	if (pc > RLD(c->pmax_c))
 		RST(c->pmax_c, pc);
 	if (pb > RLD(c->pmax_b)) {
@@ -504,10 +528,13 @@ static POOL_INLINE bool count_slab_alloc(struct tc_cell *c, uint64_t size,
 static POOL_INLINE bool count_slab_free(struct tc_cell *c, uint64_t size,
 					uint64_t req)
 {
+	uint64_t b = RLD(c->bfree[MD_TIER_SLAB]) + size;
+
 	RADD(c->nfree[MD_TIER_SLAB], 1);
-	RADD(c->bfree[MD_TIER_SLAB], size);
+	RST(c->bfree[MD_TIER_SLAB], b);
 	RADD(c->rfree[MD_TIER_SLAB], req);
-	return cell_pend_b(c) < -PUBLISH_BYTES;
+	return (int64_t)(RLD(c->balloc[MD_TIER_SLAB]) - b) -
+	       RLD(c->base_b) < -PUBLISH_BYTES;
 }
 
 static POOL_INLINE void count_free(struct md_pool *pool, struct tc_cell *c,

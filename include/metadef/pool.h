@@ -137,6 +137,15 @@ typedef void (*md_pool_handler_t)(const struct md_pool_violation *v,
  * @limit in all; they count against the limit like the other tiers').
  */
 #define MD_POOL_DYNAMIC		0x2u
+/*
+ * Blocks are routinely acquired, released or freed by threads other than
+ * the one that allocated them: every md_free() is a compare-exchange.
+ * Without it the thread that allocated a block frees it with plain
+ * stores, and another thread's first write to a block's state (acquire,
+ * release, free) runs membarrier(2), a barrier on every running thread of
+ * the process, once per block descriptor (lib/runtime.md).
+ */
+#define MD_POOL_SHARED_BLOCKS	0x4u
 
 struct md_pool_config {
 	/* Block alignment, a power of two; 0: md_device_align(dev). */

@@ -57,6 +57,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -460,6 +461,87 @@ static void print_trace(const struct trace *t, const struct result *res,
 	fflush(stdout);
 }
 
+/* ------------------------------------------------------------ handoff */
+
+/*
+ * What the owner's plain free costs other threads (lib/runtime.md, "The
+ * owner's free"): another thread acquires each of TOUCH_BLOCKS blocks
+ * this thread allocated (its first write: it takes the block from its
+ * owner, a membarrier), then releases each (a compare-exchange only), in
+ * a default pool and in an MD_POOL_SHARED_BLOCKS one (no owners: both
+ * compare-exchanges). Printed, not a goal.
+ */
+#define TOUCH_BLOCKS 4096
+
+struct touch {
+	struct md_pool *pool;
+	struct md_buf *bufs;
+	double ns[2];
+	int errors;
+};
+
+static void *touch_fn(void *arg)
+{
+	struct touch *t = arg;
+	int pass, i;
+
+	for (pass = 0; pass < 2; pass++) {
+		double t0 = bench_now();
+
+		for (i = 0; i < TOUCH_BLOCKS; i++)
+			if (pass)
+				t->errors += md_buf_release(t->pool,
+							    &t->bufs[i]) != 1;
+			else
+				t->errors += md_buf_acquire(t->pool,
+							    &t->bufs[i]) != 0;
+		t->ns[pass] = (bench_now() - t0) * 1e9 / TOUCH_BLOCKS;
+	}
+	return NULL;
+}
+
+static int handoff(struct md_device *d)
+{
+	static const char *const what[2] = { "default (owners)",
+					      "MD_POOL_SHARED_BLOCKS" };
+	struct md_buf *bufs = calloc(TOUCH_BLOCKS, sizeof(*bufs));
+	int k, i, err = 0;
+
+	if (!bufs)
+		return -ENOMEM;
+	printf("\nanother thread's acquire, then release, of %d blocks this "
+	       "thread allocated\n(ns each; the acquire is the first write: "
+	       "not a goal):\n", TOUCH_BLOCKS);
+	printf("  %-24s %12s %12s\n", "pool", "acquire", "release");
+	for (k = 0; k < 2 && !err; k++) {
+		struct md_pool_config cfg = {
+			.flags = k ? MD_POOL_SHARED_BLOCKS : 0 };
+		struct touch t = { .bufs = bufs };
+		pthread_t th;
+
+		err = md_pool_create(d, &cfg, &t.pool);
+		for (i = 0; !err && i < TOUCH_BLOCKS; i++)
+			err = md_alloc(t.pool, 256, &bufs[i]);
+		if (!err)
+			err = -pthread_create(&th, NULL, touch_fn, &t);
+		if (!err) {
+			pthread_join(th, NULL);
+			printf("  %-24s %12.0f %12.0f%s\n", what[k], t.ns[0],
+			       t.ns[1], t.errors ? "  (errors!)" : "");
+			if (t.errors)
+				err = -EIO;
+		}
+		for (i = 0; t.pool && i < TOUCH_BLOCKS; i++)
+			if (bufs[i].block)
+				md_free(t.pool, &bufs[i]);
+		if (t.pool)
+			md_pool_destroy(t.pool);
+		memset(bufs, 0, TOUCH_BLOCKS * sizeof(*bufs));
+	}
+	free(bufs);
+	return err;
+}
+
 /* ------------------------------------------------------------ goals */
 
 enum { T_SMALL, T_TINY };	/* indexes in main()'s table */
@@ -551,6 +633,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	bool quick = false, pick = false, no_peer[A_COUNT] = { false };
+	int hf;
 	struct md_device_config dc = { .backend = "host", .align = 64 };
 	struct md_pool_config notc = { .flags = MD_POOL_NO_TCACHE };
 	struct trace traces[] = {
@@ -677,10 +760,16 @@ int main(int argc, char **argv)
 		print_trace(&traces[i], res[i], use);
 	}
 
+	hf = handoff(dev);
+	if (hf)
+		fprintf(stderr, "alloc_bench: the handoff measurement "
+			"failed: %s\n", strerror(-hf));
 	goals(res, use, pick ? want : NULL);
 	md_dynpool_destroy(dyn);
 	md_pool_destroy(pools[A_MD]);
 	md_pool_destroy(pools[A_MD_NOTC]);
 	md_device_close(dev);
+	if (hf)
+		return 2;
 	return bench_exit(&harness);
 }
