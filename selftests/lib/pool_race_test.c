@@ -51,7 +51,7 @@
 
 /* Under ThreadSanitizer (lib-tsan/) atomics cost 10-20x: fewer rounds. */
 #ifdef __SANITIZE_THREAD__
-#define TSAN_SLOWER 3
+#define TSAN_SLOWER 6
 #else
 #define TSAN_SLOWER 1
 #endif
@@ -287,9 +287,22 @@ static void wait_for(atomic_int *v, int want, int ms)
 	}
 }
 
-static void gate_wait(struct gate *g, int round)
+/*
+ * Wait for round @round or a later one. Return: false when the race is
+ * over (the main thread opens rounds + 1, early when a check failed).
+ */
+static bool gate_wait(struct gate *g, int round, int rounds)
 {
-	spin_until(&g->round, round);
+	unsigned int n = 0;
+	int now;
+
+	while ((now = atomic_load_explicit(&g->round,
+					   memory_order_acquire)) < round)
+		if (++n % 512 == 0)
+			sched_yield();
+		else
+			relax();
+	return now <= rounds;
 }
 
 static void gate_open(struct gate *g, int round, int parties)
@@ -583,8 +596,7 @@ static void *racer_fn(void *arg)
 	int i, k;
 
 	memcpy(base, handled, sizeof(base));
-	for (i = 1; i <= r->rounds; i++) {
-		gate_wait(&r->g, i);
+	for (i = 1; gate_wait(&r->g, i, r->rounds); i++) {
 		if (me->id < r->active) {
 			enum role role = racer_role(r, me->id, i);
 
@@ -610,8 +622,7 @@ static void *racer_fn(void *arg)
 		}
 		atomic_fetch_add(&r->g.finished, 1);
 	}
-	/* The last round's blocks stay until the main thread checked them. */
-	gate_wait(&r->g, r->rounds + 1);
+	/* The last round's blocks stayed until the main thread checked them. */
 	racer_drop_fresh(r, me);
 	me->mismatch = handled_mismatch(&me->seen, base);
 	return NULL;
@@ -762,7 +773,8 @@ static void owner_race(struct race *r, bool filled, struct refusals *seen)
 		gate_meet(&r->g, &r->g.raced);
 		gate_drain(&r->g, r->racers);
 		race_check_round(r);
-		if (i == r->rounds)
+		/* Stop at the first failed round: what follows is noise. */
+		if (i == r->rounds || atomic_load(&r->failures))
 			break;
 		if (race_fill(r, i + 1))
 			break;
@@ -798,7 +810,7 @@ static void owner_free_run(struct __test_metadata *_metadata, uint32_t flags)
 	struct race r;
 
 	ASSERT_NE(NULL, pool);
-	race_init(&r, pool, 3, 1500 / TSAN_SLOWER, false);
+	race_init(&r, pool, 3, 3000 / TSAN_SLOWER, false);
 	owner_race(&r, false, &seen);
 	EXPECT_EQ(0, atomic_load(&r.failures));
 	log_race(_metadata, &r);
@@ -870,6 +882,8 @@ static void owner_gone_rounds(struct race *r, struct refusals *seen,
 		gate_open(&r->g, i, r->active);
 		gate_drain(&r->g, r->racers);
 		race_check_round(r);
+		if (atomic_load(&r->failures))
+			break;
 	}
 	race_join(r, rc, seen);
 }
@@ -884,7 +898,7 @@ TEST(owner_gone_blocks_freed_and_used_by_others)
 	struct race r;
 
 	ASSERT_NE(NULL, pool);
-	race_init(&r, pool, 3, 600 / TSAN_SLOWER, true);
+	race_init(&r, pool, 3, 1200 / TSAN_SLOWER, true);
 	owner_gone_rounds(&r, &seen, 0);
 	EXPECT_EQ(0, atomic_load(&r.failures));
 	log_race(_metadata, &r);
@@ -1020,8 +1034,7 @@ static void *reuse_racer_fn(void *arg)
 	int i, k, rep;
 
 	memcpy(base, handled, sizeof(base));
-	for (i = 1; i <= r->rounds; i++) {
-		gate_wait(&r->g, i);
+	for (i = 1; gate_wait(&r->g, i, r->rounds); i++) {
 		if (me->id < r->active) {
 			gate_meet(&r->g, &r->g.arrived);
 			/* A third of the rounds: the owner's reuse first. */
@@ -1057,7 +1070,7 @@ TEST(owner_reallocates_while_old_handle_races)
 	ASSERT_NE(NULL, pool);
 	memcpy(base, handled, sizeof(base));
 	r.pool = pool;
-	r.rounds = 2000 / TSAN_SLOWER;
+	r.rounds = 4000 / TSAN_SLOWER;
 	r.racers = RACERS;
 	for (k = 0; k < MAX_HANDLES; k++) {
 		ASSERT_EQ(0, md_alloc(pool, reuse_size(k), &r.old[k]));
@@ -1141,6 +1154,8 @@ TEST(owner_reallocates_while_old_handle_races)
 			r.old[k] = neu[k];
 			r.tag[k] = handle_tag(i + 1, k);
 		}
+		if (atomic_load(&r.failures))
+			break;
 	}
 	gate_open(&r.g, r.rounds + 1, 0);
 	for (i = 0; i < RACERS; i++) {
@@ -1356,7 +1371,7 @@ TEST(blocks_through_a_chain_of_threads)
 	ASSERT_NE(NULL, pool);
 	ASSERT_NE(NULL, c);
 	c->pool = pool;
-	c->n = 30000 / TSAN_SLOWER;
+	c->n = 60000 / TSAN_SLOWER;
 	for (i = 0; i < 3; i++)
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, fn[i], c));
 	for (i = 0; i < 3; i++) {
