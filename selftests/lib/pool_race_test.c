@@ -456,12 +456,15 @@ static int free_settled(struct race *r, struct refusals *seen, int k)
 			failed(r, "free of block %d: -EBUSY, nobody acquires it", k);
 			return err;
 		}
-		if (n % 64)
+		if (n % 64) {
 			relax();
-		else if (!give_up)
+			continue;
+		}
+		sched_yield();
+		if (!give_up) {
 			give_up = now_ms() + 5000;
-		else if (sched_yield(), now_ms() > give_up) {
-			/* Users hold it for microseconds. */
+		} else if (now_ms() > give_up) {
+			/* Users hold a block for microseconds. */
 			failed(r, "free of block %d: -EBUSY for 5 s", k);
 			return err;
 		}
