@@ -234,8 +234,8 @@ $(B)/selftests/lib/headers_cxx17_test: selftests/lib/headers_lang.c $(wildcard i
 # the host tests and a report fails them. TSan does not model
 # atomic_thread_fence(): the snapshots' seqlock reads (pool_internal.h) are
 # relaxed atomics, so it sees no race there, and checks their ordering less.
-TSAN_TESTS	:= reuse_test pool_thread_test pool_owner_test dynpool_test arena_test \
-		   device_test improve_test
+TSAN_TESTS	:= reuse_test pool_thread_test pool_owner_test pool_race_test \
+		   dynpool_test arena_test device_test improve_test
 TSAN_BINS	:= $(TSAN_TESTS:%=$(B)/selftests/lib-tsan/%)
 TSAN_A		:= $(B)/lib-tsan/libmetadef.a
 TSAN_CFLAGS	:= -fsanitize=thread -Wno-tsan
