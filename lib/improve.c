@@ -986,7 +986,7 @@ static void *run_chain(void *arg)
 			back_to_best(s);
 			side = 2;
 			s->flat = 0;
-		} else if (!s->o->descent_only &&
+		} else if (!s->o->descent_only && !s->o->no_eject &&
 			   s->flat >= LNS_SIDEWAYS_AFTER &&
 			   !(md_xorshift64(&s->rng) % LNS_EJECT_EVERY)) {
 			eject = 1;
