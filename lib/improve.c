@@ -34,6 +34,14 @@
  * worse. With two chains or more the first keeps to descent alone.
  * descent_only turns both off (the phase as it was).
  *
+ * Neither moves a peak buffer whose life is long over a plan packed at
+ * the peak's moments: no band near the top has room for it all along its
+ * life, and one deep enough holds too many buffers to place again. Once
+ * the count at the peak stalls, one step in LNS_EJECT_EVERY is an
+ * ejection chain (eject_step()): the buffer goes into the lane of its
+ * size cheapest to clear, and the buffers in it go to their lowest fit
+ * below the peak or, a few levels deep, to lanes of their own.
+ *
  * Every step is local (the sub-problem holds a few hundred buffers at
  * most), so a step costs about the same on 10^3 buffers as on 10^6, and
  * the search can run for as long as it is given. The seed and the number
