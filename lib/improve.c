@@ -34,6 +34,14 @@
  * worse. With two chains or more the first keeps to descent alone.
  * descent_only turns both off (the phase as it was).
  *
+ * Neither moves a peak buffer whose life is long over a plan packed at
+ * the peak's moments: no band near the top has room for it all along its
+ * life, and one deep enough holds too many buffers to place again. Once
+ * the count at the peak stalls, one step in LNS_EJECT_EVERY is an
+ * ejection chain (eject_step()): the buffer goes into the lane of its
+ * size cheapest to clear, and the buffers in it go to their lowest fit
+ * below the peak or, a few levels deep, to lanes of their own.
+ *
  * Every step is local (the sub-problem holds a few hundred buffers at
  * most), so a step costs about the same on 10^3 buffers as on 10^6, and
  * the search can run for as long as it is given. The seed and the number
@@ -85,13 +93,119 @@
  * 2^-17 of it), taken whatever it gives; descent goes on from there.
  */
 #define LNS_KICK_AFTER	64
+/*
+ * An ejection chain (eject_step()): after LNS_SIDEWAYS_AFTER steps that
+ * did not lower the count at the peak, one step in LNS_EJECT_EVERY; a
+ * chain LNS_EJECT_DEPTH levels deep and of LNS_EJECT_MAX buffers at most.
+ */
+#define LNS_EJECT_EVERY	4
+#define LNS_EJECT_DEPTH	3
+#define LNS_EJECT_MAX	256
 /* Most steps kept in the trajectory. */
 #define LNS_TRAJ_MAX	4096
+
+/*
+ * The bytes alive at each moment (the plan does not change them) and a
+ * max segment tree over them: the most alive at once during a lifetime.
+ */
+struct loadmax {
+	uint64_t *ts;		/* the moments a lifetime starts or ends */
+	uint64_t *tree;		/* 2 * n: leaf i, the load in [ts[i], ts[i+1]) */
+	size_t n;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The index of @t in lm->ts (t is one of them). */
+static size_t moment(const struct loadmax *lm, uint64_t t)
+{
+	size_t lo = 0, hi = lm->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (lm->ts[mid] < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int loadmax_init(struct loadmax *lm, const struct md_problem *p)
+{
+	size_t i, m = 0;
+	uint64_t *d;
+
+	memset(lm, 0, sizeof(*lm));
+	lm->ts = malloc((2 * p->n + 1) * sizeof(*lm->ts));
+	if (!lm->ts)
+		return -ENOMEM;
+	for (i = 0; i < p->n; i++) {
+		lm->ts[m++] = p->bufs[i].lower;
+		lm->ts[m++] = p->bufs[i].upper;
+	}
+	qsort(lm->ts, m, sizeof(*lm->ts), cmp_u64);
+	for (i = 0, lm->n = 0; i < m; i++)
+		if (!lm->n || lm->ts[lm->n - 1] != lm->ts[i])
+			lm->ts[lm->n++] = lm->ts[i];
+	lm->tree = calloc(2 * lm->n + 2, sizeof(*lm->tree));
+	if (!lm->tree)
+		return -ENOMEM;
+	/* the load of each segment: differences, then their sums */
+	d = lm->tree + lm->n;
+	for (i = 0; i < p->n; i++) {
+		const struct md_buffer *b = &p->bufs[i];
+
+		d[moment(lm, b->lower)] += b->size;
+		d[moment(lm, b->upper)] -= b->size;
+	}
+	for (i = 1; i < lm->n; i++)
+		d[i] += d[i - 1];
+	for (i = lm->n - 1; i >= 1; i--)
+		lm->tree[i] = lm->tree[2 * i] > lm->tree[2 * i + 1] ?
+			      lm->tree[2 * i] : lm->tree[2 * i + 1];
+	return 0;
+}
+
+static void loadmax_free(struct loadmax *lm)
+{
+	free(lm->ts);
+	free(lm->tree);
+}
+
+/* The most bytes alive at once in [lower, upper). */
+static uint64_t loadmax_at(const struct loadmax *lm, uint64_t lower,
+			   uint64_t upper)
+{
+	size_t l = moment(lm, lower) + lm->n, r = moment(lm, upper) + lm->n;
+	uint64_t m = 0;
+
+	for (; l < r; l /= 2, r /= 2) {
+		if (l & 1) {
+			m = lm->tree[l] > m ? lm->tree[l] : m;
+			l++;
+		}
+		if (r & 1) {
+			r--;
+			m = lm->tree[r] > m ? lm->tree[r] : m;
+		}
+	}
+	return m;
+}
+
+struct lane_key;
 
 struct lns {
 	const struct md_problem *p;
 	uint64_t *off;		/* the plan, improved in place */
 	const struct md_itree *lifetimes;	/* shared by the chains */
+	const struct loadmax *load;		/* shared too */
 	uint64_t peak, at_peak;	/* max(off + size), how many reach it */
 	uint64_t lb;		/* stop there: proven optimal */
 	uint64_t align;		/* lcm of all alignments (0: unbounded) */
@@ -111,6 +225,8 @@ struct lns {
 	uint64_t iters, accepted, fails;
 	uint64_t flat;		/* steps since the count at the peak fell */
 	int sideways;		/* 0: descent only (opts->descent_only) */
+	struct lane_key *lbot, *ltop;	/* lane_pick()'s scratch */
+	size_t lcap, near_n;
 	uint64_t epoch_iters;	/* steps to run (0: until epoch_end) */
 	double epoch_end;	/* seconds since t0 */
 	int ret;
@@ -361,6 +477,268 @@ static int keep_or_undo(struct lns *s, size_t nfreed, int side)
 	return 0;
 }
 
+/* A block's bottom or top, with the weight of the buffer (size x life). */
+struct lane_key {
+	uint64_t key, end;
+	double w;
+	size_t hard;	/* 1: a buffer that may not move now */
+};
+
+static int by_key(const void *a, const void *b)
+{
+	uint64_t x = ((const struct lane_key *)a)->key;
+	uint64_t y = ((const struct lane_key *)b)->key;
+
+	return x < y ? -1 : x > y;
+}
+
+/* How many of the sorted @v[0..n) have a key below @x. */
+static size_t keys_below(const struct lane_key *v, size_t n, uint64_t x)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].key < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int lane_grow(struct lns *s, size_t n)
+{
+	void *t;
+
+	if (n <= s->lcap)
+		return 0;
+	n *= 2;
+	t = realloc(s->lbot, n * sizeof(*s->lbot));
+	if (!t)
+		return -ENOMEM;
+	s->lbot = t;
+	t = realloc(s->ltop, n * sizeof(*s->ltop));
+	if (!t)
+		return -ENOMEM;
+	s->ltop = t;
+	s->lcap = n;
+	return 0;
+}
+
+/*
+ * A lane for @c: the offset range [*lane, *lane + size) of c's size,
+ * below the peak and crossed by no fixed buffer alive with c, that the
+ * movable ones alive with c cross least (by the sum of their sizes times
+ * lifetimes: what must move to clear it), ties broken at random. Return
+ * how many cross it, or a negative errno (-ERANGE: no lane). s->near
+ * keeps the buffers alive with c, s->near_n of them.
+ */
+static long lane_pick(struct lns *s, uint32_t c, uint64_t *lane)
+{
+	const struct md_buffer *cb = &s->p->bufs[c];
+	uint64_t a = cb->align ? cb->align : 1, sz = cb->size, best = 0;
+	uint64_t ceil = s->peak - 1;
+	size_t n, i, m = 0, bestn = 0, ties = 0;
+	double bestw = -1;
+	int ret;
+
+	ret = collect(s, cb->lower, cb->upper, &n);
+	if (ret)
+		return ret;
+	s->near_n = n;
+	ret = lane_grow(s, n + 1);
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++) {
+		uint32_t x = s->near[i];
+		const struct md_buffer *b = &s->p->bufs[x];
+		uint64_t room;
+		double w;
+
+		if (x == c || !b->size || s->is_freed[x] == 1)
+			continue;
+		/*
+		 * What it costs to move: its area, over the room left at
+		 * the fullest moment of its life (little near the peak's
+		 * moments, where everything is packed).
+		 */
+		room = s->peak - loadmax_at(s->load, b->lower, b->upper);
+		w = (double)b->size * (double)(b->upper - b->lower) /
+		    (double)(room ? room : 1);
+		s->lbot[m].key = s->off[x];
+		s->ltop[m].key = top(s, x);
+		s->lbot[m].w = s->ltop[m].w = w;
+		s->lbot[m].hard = s->ltop[m].hard =
+			!movable(s, x) || s->is_freed[x];
+		m++;
+	}
+	qsort(s->lbot, m, sizeof(*s->lbot), by_key);
+	qsort(s->ltop, m, sizeof(*s->ltop), by_key);
+	/* weights summed in place: entry i holds the sum of 0..i */
+	for (i = 1; i < m; i++) {
+		s->lbot[i].w += s->lbot[i - 1].w;
+		s->ltop[i].w += s->ltop[i - 1].w;
+		s->lbot[i].hard += s->lbot[i - 1].hard;
+		s->ltop[i].hard += s->ltop[i - 1].hard;
+	}
+	/* the lanes: at 0 and on top of each block, aligned up */
+	for (i = 0; i <= m; i++) {
+		uint64_t l = i == 0 ? 0 : s->ltop[i - 1].key;
+		size_t nb, nt;
+		double w;
+
+		l = (l + a - 1) / a * a;
+		if (l > ceil || ceil - l < sz)
+			continue;
+		/* those starting below the lane's top, less those ended */
+		nb = keys_below(s->lbot, m, l + sz);
+		nt = keys_below(s->ltop, m, l + 1);
+		if ((nb ? s->lbot[nb - 1].hard : 0) !=
+		    (nt ? s->ltop[nt - 1].hard : 0))
+			continue;	/* a fixed or placed buffer crosses it */
+		w = (nb ? s->lbot[nb - 1].w : 0) - (nt ? s->ltop[nt - 1].w : 0);
+		/* times 1 to 5 at random: chains try different lanes */
+		w *= 1 + (double)(md_xorshift64(&s->rng) % 1024) / 256;
+		if (bestw < 0 || w < bestw) {
+			bestw = w;
+			best = l;
+			bestn = nb - nt;
+			ties = 1;
+		} else if (w == bestw && l != best &&
+			   !(md_xorshift64(&s->rng) % ++ties)) {
+			best = l;
+			bestn = nb - nt;
+		}
+	}
+	*lane = best;
+	return bestw < 0 ? -ERANGE : (long)bestn;
+}
+
+/*
+ * The lowest offset of @x's alignment where it fits below @ceil among the
+ * buffers alive with it, those floating (s->is_freed == 1) left out, into
+ * *@at. Return 1 when found, 0 when not, or a negative errno.
+ */
+static int fit_lowest(struct lns *s, uint32_t x, uint64_t ceil,
+		      uint64_t *at)
+{
+	const struct md_buffer *xb = &s->p->bufs[x];
+	uint64_t a = xb->align ? xb->align : 1, cand = 0;
+	size_t n, i, m = 0;
+	int ret;
+
+	ret = collect(s, xb->lower, xb->upper, &n);
+	if (!ret)
+		ret = lane_grow(s, n + 1);
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++) {
+		uint32_t y = s->near[i];
+
+		if (y == x || !s->p->bufs[y].size || s->is_freed[y] == 1)
+			continue;
+		s->lbot[m].key = s->off[y];
+		s->lbot[m++].end = top(s, y);
+	}
+	qsort(s->lbot, m, sizeof(*s->lbot), by_key);
+	for (i = 0; i < m; i++) {
+		if (cand > ceil || ceil - cand < xb->size)
+			return 0;
+		if (s->lbot[i].key >= cand + xb->size)
+			break;
+		if (s->lbot[i].end > cand)
+			cand = (s->lbot[i].end + a - 1) / a * a;
+	}
+	if (cand > ceil || ceil - cand < xb->size)
+		return 0;
+	*at = cand;
+	return 1;
+}
+
+/*
+ * An ejection chain from @c, which no step lowers (a long life over a
+ * plan full near the peak): c goes to the lowest place where it fits
+ * below the peak, or, when there is none, to the lane of lane_pick(),
+ * and the buffers in that lane are ejected: each of them in turn goes to
+ * its lowest place below the peak or to its own lane, ejecting others,
+ * LNS_EJECT_DEPTH levels deep and LNS_EJECT_MAX buffers at most. A buffer
+ * placed is not ejected again. When every ejected buffer found a place,
+ * c is below the peak (return 1); otherwise nothing changed (return 0).
+ * A negative errno on failure.
+ */
+static int eject_step(struct lns *s, uint32_t c)
+{
+	uint32_t q[LNS_EJECT_MAX];
+	uint64_t old[LNS_EJECT_MAX];
+	uint8_t depth[LNS_EJECT_MAX];
+	uint64_t ceil = s->peak - 1;
+	size_t head = 0, tail = 1, i, n;
+	int ret = 1;
+
+	if (s->peak < 2)
+		return 0;
+	q[0] = c;
+	old[0] = s->off[c];
+	depth[0] = 0;
+	s->is_freed[c] = 1;
+	while (head < tail && ret == 1) {
+		uint32_t x = q[head];
+		const struct md_buffer *xb = &s->p->bufs[x];
+		uint8_t d = depth[head++];
+		uint64_t at = 0;
+		long k;
+
+		if (time_left(s) < 0) {
+			ret = 0;	/* the limit: nothing changes */
+			break;
+		}
+		ret = fit_lowest(s, x, ceil, &at);
+		if (ret < 0)
+			break;
+		if (ret) {
+			s->off[x] = at;
+			s->is_freed[x] = 2;
+			continue;
+		}
+		if (d >= LNS_EJECT_DEPTH)
+			break;
+		k = lane_pick(s, x, &at);
+		if (k < 0) {
+			ret = k == -ERANGE ? 0 : (int)k;
+			break;
+		}
+		if (tail + (size_t)k > LNS_EJECT_MAX) {
+			ret = 0;
+			break;
+		}
+		s->off[x] = at;
+		s->is_freed[x] = 2;
+		n = s->near_n;
+		for (i = 0; i < n; i++) {
+			uint32_t y = s->near[i];
+
+			if (y == x || s->is_freed[y] || !s->p->bufs[y].size ||
+			    s->off[y] >= at + xb->size || top(s, y) <= at)
+				continue;
+			q[tail] = y;
+			old[tail] = s->off[y];
+			depth[tail++] = d + 1;
+			s->is_freed[y] = 1;
+		}
+		ret = 1;
+	}
+	if (ret != 1 || head < tail) {
+		for (i = 0; i < tail; i++)
+			s->off[q[i]] = old[i];
+		ret = ret < 0 ? ret : 0;
+	}
+	for (i = 0; i < tail; i++)
+		s->is_freed[q[i]] = 0;
+	return ret;
+}
+
 /*
  * One step around buffer @c: below the peak, or, when @side, no higher
  * than the peak (a sideways step, kept when the count at the peak does
@@ -606,7 +984,7 @@ static void *run_chain(void *arg)
 	while (!chain_stop(s)) {
 		size_t ncrit = 0;
 		uint64_t was, peak;
-		int ret, side = 0;
+		int ret, side = 0, eject = 0;
 		uint32_t c;
 
 		if (s->epoch_iters ? done >= s->epoch_iters :
@@ -616,6 +994,10 @@ static void *run_chain(void *arg)
 			back_to_best(s);
 			side = 2;
 			s->flat = 0;
+		} else if (!s->o->descent_only && !s->o->no_eject &&
+			   s->flat >= LNS_SIDEWAYS_AFTER &&
+			   !(md_xorshift64(&s->rng) % LNS_EJECT_EVERY)) {
+			eject = 1;
 		} else if (s->sideways && s->flat >= LNS_SIDEWAYS_AFTER) {
 			side = md_xorshift64(&s->rng) & 1;
 		}
@@ -629,7 +1011,7 @@ static void *run_chain(void *arg)
 		done++;
 		s->iters++;
 		c = s->crit[md_xorshift64(&s->rng) % ncrit];
-		ret = step(s, c, side);
+		ret = eject ? eject_step(s, c) : step(s, c, side);
 		if (ret < 0) {
 			s->ret = ret;
 			break;
@@ -694,6 +1076,8 @@ static void chain_free(struct lns *s)
 	free(s->boff);
 	free(s->is_freed);
 	free(s->near);
+	free(s->lbot);
+	free(s->ltop);
 	md_problem_free(&s->sub);
 }
 
@@ -728,6 +1112,7 @@ MD_API int md_plan_improve(const struct md_problem *p, uint64_t *offsets,
 	struct lns ch[LNS_THREADS_MAX];
 	pthread_t tid[LNS_THREADS_MAX];
 	struct md_itree lifetimes;
+	struct loadmax load;
 	struct timespec t0;
 	int nch, k, ret, best = 0;
 	uint64_t lb, align, stall = 0;
@@ -750,7 +1135,9 @@ MD_API int md_plan_improve(const struct md_problem *p, uint64_t *offsets,
 
 	memset(ch, 0, sizeof(ch));
 	memset(&lifetimes, 0, sizeof(lifetimes));
-	ret = md_itree_init(&lifetimes, p->n ? p->n : 1);
+	ret = loadmax_init(&load, p);
+	if (!ret)
+		ret = md_itree_init(&lifetimes, p->n ? p->n : 1);
 	for (i = 0; !ret && i < p->n; i++)
 		ret = md_itree_insert(&lifetimes, i, p->bufs[i].lower,
 				      p->bufs[i].upper);
@@ -760,6 +1147,7 @@ MD_API int md_plan_improve(const struct md_problem *p, uint64_t *offsets,
 		ret = chain_init(s, p, offsets);
 		s->p = p;
 		s->lifetimes = &lifetimes;
+		s->load = &load;
 		s->o = o;
 		s->t0 = t0;
 		s->lb = lb;
@@ -872,6 +1260,7 @@ out:
 	for (k = 0; k < nch; k++)
 		chain_free(&ch[k]);
 	md_itree_free(&lifetimes);
+	loadmax_free(&load);
 	if (ret) {
 		free(r->steps);
 		r->steps = NULL;

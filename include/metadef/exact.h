@@ -205,9 +205,12 @@ struct md_improve_opts {
 	/*
 	 * 1: steps only ever lower the count of buffers at the peak, and
 	 * every chain restarts from the best plan each epoch (the phase as
-	 * it was before sideways steps; for comparison and tests).
+	 * it was before sideways steps and ejection chains; for comparison
+	 * and tests).
 	 */
 	int descent_only;
+	/* 1: no ejection chains (for comparison and tests). */
+	int no_eject;
 };
 
 struct md_improve_result {

@@ -9,7 +9,8 @@
  * refuses a plan that is not valid without touching it, and honours its
  * time limit and the cancel flag; minimize mode searches until its limit
  * and reports every lowering of the peak; on problems of a known optimum
- * its sideways steps and kicks get closer to it than descent alone.
+ * its sideways steps and kicks get closer to it than descent alone, and
+ * ejection chains reach it where the phase without them does not.
  */
 #include <errno.h>
 #include <signal.h>
@@ -33,6 +34,8 @@
 #define MIN_LIMIT	5.0
 #define TILED		2
 #define TILE_STEPS	250
+#define LANE_PROBLEMS	2
+#define LANE_STEPS	100
 #else
 #define PROBLEMS	24
 #define STEPS		150
@@ -40,6 +43,8 @@
 #define MIN_LIMIT	2.0
 #define TILED		6
 #define TILE_STEPS	300
+#define LANE_PROBLEMS	6
+#define LANE_STEPS	100
 #endif
 
 /*
@@ -348,6 +353,101 @@ TEST(sideways_beats_plain_descent)
 	       (unsigned long long)excess[0], (unsigned long long)excess[1]);
 	ASSERT_GT(room, TILED / 2);
 	EXPECT_LT(excess[1], excess[0]);
+}
+
+/*
+ * A problem whose optimum is known and that an ejection chain solves: time
+ * [0, LANE_T) split into epochs of 20 to 80 moments, LANES lanes of 64
+ * bytes, in each epoch one lane empty (a hole, at random) and every other
+ * lane holding a buffer alive the whole epoch (in odd lanes, two cut at
+ * random), and a buffer c of 64 bytes alive the whole time, placed on top
+ * of them all. Every moment holds LANES lanes of bytes with c, so the
+ * optimum is LANES * 64, reached when c has a lane of its own: a lane
+ * cleared by moving each of its buffers into the hole of its epoch. No
+ * band near the top holds every hole, and one that does holds more
+ * buffers than a step takes.
+ */
+#define LANES		200
+#define LANE_T		400
+
+static uint64_t *holes(struct md_problem *p, uint64_t seed)
+{
+	uint64_t rng = seed * 0x9e3779b97f4a7c15ULL + 7, *off;
+	uint64_t start[LANE_T / 20 + 2], hole[LANE_T / 20 + 2], l;
+	size_t ne = 0, j;
+
+	md_problem_init(p);
+	for (start[0] = 0; start[ne] < LANE_T; ne++) {
+		start[ne + 1] = start[ne] + 20 + md_xorshift64(&rng) % 61;
+		if (start[ne + 1] > LANE_T)
+			start[ne + 1] = LANE_T;
+		hole[ne] = md_xorshift64(&rng) % LANES;
+	}
+	off = malloc((2 * LANES * ne + 1) * sizeof(*off));
+	if (!off)
+		return NULL;
+	for (l = 0; l < LANES; l++) {
+		for (j = 0; j < ne; j++) {
+			uint64_t t0 = start[j], t1 = start[j + 1], cut = t1;
+
+			if (hole[j] == l)
+				continue;
+			if (l % 2 && t1 - t0 >= 2)
+				cut = t0 + 1 + md_xorshift64(&rng) % (t1 - t0 - 1);
+			off[p->n] = l * 64;
+			if (md_problem_add(p, NULL, t0, cut, 64, 1))
+				return NULL;
+			if (cut == t1)
+				continue;
+			off[p->n] = l * 64;
+			if (md_problem_add(p, NULL, cut, t1, 64, 1))
+				return NULL;
+		}
+	}
+	off[p->n] = LANES * 64;		/* c, on top */
+	if (md_problem_add(p, NULL, 0, LANE_T, 64, 1))
+		return NULL;
+	return off;
+}
+
+/*
+ * Ejection chains reach the known optimum of holes() problems, where the
+ * phase without them (no_eject, at the same step count) does not.
+ */
+TEST(ejection_clears_a_lane)
+{
+	size_t k, solved[2] = { 0, 0 };	/* with ejection chains, without */
+
+	for (k = 0; k < LANE_PROBLEMS; k++) {
+		int m;
+
+		for (m = 0; m < 2; m++) {
+			struct md_improve_opts o = {
+				.max_iters = LANE_STEPS, .seed = k + 1,
+				.threads = 1, .no_eject = m,
+			};
+			struct md_improve_result r;
+			struct md_problem p;
+			uint64_t *off = holes(&p, k + 1);
+
+			ASSERT_NE(NULL, off);
+			ASSERT_EQ(0, md_plan_validate(&p, off, NULL));
+			ASSERT_EQ(LANES * 64, md_problem_lower_bound(&p, NULL));
+			ASSERT_EQ(0, md_plan_improve(&p, off, &o, &r));
+			ASSERT_EQ(0, md_plan_validate(&p, off, NULL));
+			ASSERT_EQ((LANES + 1) * 64, r.start_peak);
+			ASSERT_GE(r.peak, LANES * 64);
+			solved[m] += r.peak == LANES * 64;
+			md_improve_result_free(&r);
+			free(off);
+			md_problem_free(&p);
+		}
+	}
+	TH_LOG("%d problems, at the optimum after %d steps: %zu with "
+	       "ejection chains, %zu without", LANE_PROBLEMS, LANE_STEPS,
+	       solved[0], solved[1]);
+	EXPECT_EQ(LANE_PROBLEMS, solved[0]);
+	EXPECT_LT(solved[1], solved[0]);
 }
 
 TEST_HARNESS_MAIN
