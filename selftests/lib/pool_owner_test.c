@@ -13,7 +13,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sched.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <metadef/device.h>
@@ -276,8 +278,36 @@ struct racer {
 	struct md_pool *pool;
 	struct md_buf *bufs;
 	atomic_int round, started, done;
+	atomic_int owner_ops, racer_ops;	/* this round's, so far */
 	int wins, free_refused, acquired, acq_refused, other;
 };
+
+/*
+ * One round in three of each kind lets one side go first, for at most
+ * 200 ms: on a loaded host the threads may otherwise run one after the
+ * other, and one side would win every race of the run.
+ */
+enum { FREE_FOR_ALL, OWNER_FIRST, RACER_FIRST };
+
+static int round_order(int i)
+{
+	return (i / 2) % 3;
+}
+
+/* Wait until @ops reaches @n, at most 200 ms. */
+static void wait_ops(atomic_int *ops, int n)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (atomic_load(ops) < n) {
+		sched_yield();
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000000000L +
+		    (t.tv_nsec - t0.tv_nsec) > 200000000L)
+			break;
+	}
+}
 
 static void *racer_fn(void *arg)
 {
@@ -288,7 +318,10 @@ static void *racer_fn(void *arg)
 		while (atomic_load(&r->round) != i)
 			;
 		atomic_store(&r->started, i);
+		if (round_order(i) == OWNER_FIRST)
+			wait_ops(&r->owner_ops, K / 4);
 		for (k = K - 1; k >= 0; k--) {
+			atomic_fetch_add(&r->racer_ops, 1);
 			if (i % 2) {
 				err = md_free(r->pool, &r->bufs[k]);
 				if (!err)
@@ -320,7 +353,8 @@ static void *racer_fn(void *arg)
  * (odd rounds) or acquires them (even rounds) in reverse: they meet in
  * the middle, where the owner's plain step races the other's handshake.
  * Blocks are fresh each round where the owner's bin allows (one the
- * other thread took away stays shared): both sides must win some.
+ * other thread took away stays shared). With the rounds where one side
+ * goes first, both sides must win some.
  */
 TEST(owner_races_another_thread)
 {
@@ -344,13 +378,18 @@ TEST(owner_races_another_thread)
 					      &bufs[k]));
 			plain += owner_of(&bufs[k]) >= BLK_FIRST_TID;
 		}
+		atomic_store(&r.owner_ops, 0);
+		atomic_store(&r.racer_ops, 0);
 		atomic_store(&r.round, i);
 		while (atomic_load(&r.started) != i)
 			;
 		/* Start later by a varying amount: the meeting point moves. */
 		for (spin = 0; spin < i % 16 * 400; spin++)
 			;
+		if (round_order(i) == RACER_FIRST)
+			wait_ops(&r.racer_ops, K / 4);
 		for (k = 0; k < K; k++) {
+			atomic_fetch_add(&r.owner_ops, 1);
 			while ((err = md_free(pool, &bufs[k])) == -EBUSY)
 				busy++;
 			if (i % 2) {
