@@ -1122,9 +1122,12 @@ MD_API int md_free(struct md_pool *pool, const struct md_buf *buf)
 
 		RST(b->busy, 1);
 		atomic_signal_fence(memory_order_seq_cst);
-		if (unlikely(RLD(b->thread) != me ||
-			     atomic_load_explicit(w_word(&b->sync),
-						  memory_order_relaxed) != w)) {
+		/*
+		 * Still ours: no other thread has written the word since
+		 * the test above (one that did set BLK_SHARED first, and
+		 * its barrier came before this load, or it is waiting).
+		 */
+		if (unlikely(RLD(b->thread) != me)) {
 			atomic_store_explicit(&b->busy, 0,
 					      memory_order_release);
 			return free_slow(pool, buf, b);
