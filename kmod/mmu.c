@@ -7,7 +7,10 @@
  *
  * Table pages are allocated on demand by md_mmu_map() and only freed by
  * md_mmu_fini(): a domain's tables are bounded by the device VA span its
- * pages use, which the pool bounds.
+ * pages use, which the pool bounds. A table entry, once set, never
+ * changes (unmapping clears leaves only), so the leaf table found for a
+ * VA is the same until md_mmu_fini(): that is what lets md_mmu_map()
+ * leave leaf tables in mmu->slots for readers to find without a walk.
  */
 #include <linux/bits.h>
 #include <linux/gfp.h>
@@ -28,6 +31,7 @@
 #define PTE_PAGE_MASK	GENMASK_ULL(47, 12)
 #define PTE_COLOR_SHIFT	48
 #define VA_LIMIT	BIT_ULL(MD_MMU_VA_BITS)
+#define LEAF_SHIFT	(PAGE_SHIFT + LEVEL_BITS)	/* a leaf table's span */
 
 static inline unsigned int table_index(u64 va, int level)
 {
@@ -44,9 +48,23 @@ static inline u16 leaf_color(u64 pte)
 	return pte >> PTE_COLOR_SHIFT;
 }
 
+static void slots_clear(struct md_mmu *mmu)
+{
+	unsigned int i;
+
+	for (i = 0; i < MD_MMU_LEAF_SLOTS; i++)
+		mmu->slots[i] = (struct md_mmu_leaf_slot){ .key = ~0ULL };
+}
+
+static inline struct md_mmu_leaf_slot *slot_of(struct md_mmu *mmu, u64 va)
+{
+	return &mmu->slots[(va >> LEAF_SHIFT) % MD_MMU_LEAF_SLOTS];
+}
+
 int md_mmu_init(struct md_mmu *mmu, u16 color)
 {
 	init_rwsem(&mmu->lock);
+	slots_clear(mmu);
 	mmu->root = (u64 *)get_zeroed_page(GFP_KERNEL);
 	if (!mmu->root)
 		return -ENOMEM;
@@ -73,6 +91,7 @@ void md_mmu_fini(struct md_mmu *mmu)
 	if (mmu->root)
 		free_level(mmu->root, LEVELS - 1);	/* depth 4: bounded */
 	mmu->root = NULL;
+	slots_clear(mmu);
 	mmu->nr_tables = 0;
 	mmu->nr_leaves = 0;
 }
@@ -81,7 +100,8 @@ EXPORT_SYMBOL_IF_KUNIT(md_mmu_fini);
 /*
  * The leaf entry for @va, allocating missing tables when @alloc; NULL when
  * a table is missing and !@alloc; ERR_PTR(-ENOMEM). Under mmu->lock, held
- * for writing when @alloc.
+ * for writing when @alloc, and then the leaf table goes into @va's slot:
+ * the tables md_mmu_map() walked to last are the ones copies use.
  */
 static u64 *walk(struct md_mmu *mmu, u64 va, bool alloc)
 {
@@ -108,14 +128,16 @@ static u64 *walk(struct md_mmu *mmu, u64 va, bool alloc)
 		}
 		t = md_next_table(*e);
 	}
+	if (alloc)
+		*slot_of(mmu, va) = (struct md_mmu_leaf_slot){
+			.key = va >> LEAF_SHIFT, .table = t };
 	return &t[table_index(va, 0)];
 }
 
 /*
- * walk() for readers, unrolled, in two halves, as the copy engine's fixed
- * cost is mostly two walks: the level-1 table (whose entries point to
- * leaf tables) covering @va, or NULL where a table is missing; then the
- * leaf entry for @va in it, or NULL. Under mmu->lock.
+ * walk() for readers, unrolled, in two halves: the level-1 table (whose
+ * entries point to leaf tables) covering @va, or NULL where a table is
+ * missing; then the leaf entry for @va in it, or NULL. Under mmu->lock.
  */
 static __always_inline u64 *lookup_l1(struct md_mmu *mmu, u64 va)
 {
@@ -140,11 +162,19 @@ static __always_inline u64 *lookup_in(const u64 *l1, u64 va)
 	return &md_next_table(e)[table_index(va, 0)];
 }
 
-/* The leaf entry for @va (< VA_LIMIT), or NULL. */
+/*
+ * The leaf entry for @va (< VA_LIMIT), or NULL: from @va's slot when it
+ * holds @va's leaf table (one load instead of three levels), else walked.
+ * Under mmu->lock.
+ */
 static __always_inline u64 *lookup(struct md_mmu *mmu, u64 va)
 {
-	u64 *l1 = lookup_l1(mmu, va);
+	const struct md_mmu_leaf_slot *s = slot_of(mmu, va);
+	u64 *l1;
 
+	if (likely(s->key == va >> LEAF_SHIFT))
+		return &s->table[table_index(va, 0)];
+	l1 = lookup_l1(mmu, va);
 	return l1 ? lookup_in(l1, va) : NULL;
 }
 
@@ -249,16 +279,16 @@ static inline enum md_mmu_fault leaf_check(struct md_mmu *mmu,
 }
 
 /*
- * leaf_check() == MD_MMU_OK in one compare: valid, @access and this
- * table's color, for the copy engine's fast path.
+ * leaf_check() == MD_MMU_OK for leaf entry @pte in one compare: valid,
+ * @access and this table's color, for the copy engine's fast path.
  */
-static __always_inline bool leaf_ok(struct md_mmu *mmu, const u64 *e,
-				    unsigned int access)
+static __always_inline bool pte_ok(struct md_mmu *mmu, u64 pte,
+				   unsigned int access)
 {
 	u64 mask = PTE_VALID | access | GENMASK_ULL(63, PTE_COLOR_SHIFT);
 
-	return e && (*e & mask) == (PTE_VALID | access |
-				    (u64)mmu->color << PTE_COLOR_SHIFT);
+	return (pte & mask) == (PTE_VALID | access |
+				(u64)mmu->color << PTE_COLOR_SHIFT);
 }
 
 /**
@@ -522,28 +552,22 @@ static noinline int copy_general(struct md_mmu *mmu, u64 dst, u64 src,
 				 u64 size, md_mmu_copy_fn copy, void *ctx,
 				 struct md_mmu_fault_info *fault)
 {
-	u64 so, sn, dof, dn, *l1, *e;
+	u64 so, sn, dof, dn;
 	enum md_mmu_fault f;
 
 	if (unlikely(!size))
 		return 0;
 	if (unlikely((src | dst) >= VA_LIMIT))
 		goto general;
-	/* The source's run; the walk down to its leaf table is shared. */
-	l1 = lookup_l1(mmu, src);
-	e = l1 ? lookup_in(l1, src) : NULL;
-	f = run_from(mmu, e, src, size, MD_MMU_READ, &so, &sn);
+	f = run_from(mmu, lookup(mmu, src), src, size, MD_MMU_READ, &so, &sn);
 	if (unlikely(f)) {
 		set_fault(fault, src, MD_MMU_READ, f);
 		return -EFAULT;
 	}
 	if (unlikely(sn != size))
 		goto general;
-	/* The destination's: from the same level-1 table if it is in it. */
-	if ((src ^ dst) >> (PAGE_SHIFT + 2 * LEVEL_BITS))
-		l1 = lookup_l1(mmu, dst);
-	e = l1 ? lookup_in(l1, dst) : NULL;
-	f = run_from(mmu, e, dst, size, MD_MMU_WRITE, &dof, &dn);
+	f = run_from(mmu, lookup(mmu, dst), dst, size, MD_MMU_WRITE, &dof,
+		     &dn);
 	if (unlikely(f)) {
 		set_fault(fault, dst, MD_MMU_WRITE, f);
 		return -EFAULT;
@@ -594,33 +618,32 @@ general:
 int md_mmu_copy(struct md_mmu *mmu, u64 dst, u64 src, u64 size,
 		md_mmu_copy_fn copy, void *ctx, struct md_mmu_fault_info *fault)
 {
-	const u64 *e;
-	u64 *l1, so;
+	const struct md_mmu_leaf_slot *ss, *ds;
+	u64 se, de;
 
 	lockdep_assert_held(&mmu->lock);
 	/*
 	 * The fast path: each range within one page (size > 0), as a small
-	 * copy is. One walk of each side (down to the level-1 table once,
-	 * when both are under the same one), the copy, and nothing live
-	 * across it. Faults are left to copy_general() to report.
+	 * copy is, and both leaf tables in their slots, as they are for
+	 * regions mapped since: two loads per side, the checks, the copy,
+	 * and nothing live across it. Everything else, faults included, is
+	 * copy_general()'s.
 	 */
 	if (likely(size - 1 < PAGE_SIZE - max(src & ~PAGE_MASK,
 					      dst & ~PAGE_MASK) &&
 		   (src | dst) < VA_LIMIT)) {
-		l1 = lookup_l1(mmu, src);
-		e = l1 ? lookup_in(l1, src) : NULL;
-		if (unlikely(!leaf_ok(mmu, e, MD_MMU_READ)))
+		ss = slot_of(mmu, src);
+		ds = slot_of(mmu, dst);
+		if (unlikely(ss->key != src >> LEAF_SHIFT ||
+			     ds->key != dst >> LEAF_SHIFT))
 			goto general;
-		so = (*e & PTE_PAGE_MASK) | (src & ~PAGE_MASK);
-		if ((src ^ dst) >> (PAGE_SHIFT + 2 * LEVEL_BITS)) {
-			l1 = lookup_l1(mmu, dst);
-			if (unlikely(!l1))
-				goto general;
-		}
-		e = lookup_in(l1, dst);
-		if (unlikely(!leaf_ok(mmu, e, MD_MMU_WRITE)))
+		se = ss->table[table_index(src, 0)];
+		de = ds->table[table_index(dst, 0)];
+		if (unlikely(!pte_ok(mmu, se, MD_MMU_READ) ||
+			     !pte_ok(mmu, de, MD_MMU_WRITE)))
 			goto general;
-		copy(ctx, (*e & PTE_PAGE_MASK) | (dst & ~PAGE_MASK), so, size);
+		copy(ctx, (de & PTE_PAGE_MASK) | (dst & ~PAGE_MASK),
+		     (se & PTE_PAGE_MASK) | (src & ~PAGE_MASK), size);
 		return 0;
 	}
 general:

@@ -310,6 +310,96 @@ static void copy_engine(struct kunit *test)
 	done(test, mmu);
 }
 
+/* md_mmu_copy() under the table's lock, as COPY calls it. */
+static int cp(struct md_mmu *mmu, u64 dst, u64 src, u64 size, void *pool,
+	      struct md_mmu_fault_info *fault)
+{
+	int ret;
+
+	down_read(&mmu->lock);
+	ret = md_mmu_copy(mmu, dst, src, size, copy_fn, pool, fault);
+	up_read(&mmu->lock);
+	return ret;
+}
+
+/*
+ * The leaf tables md_mmu_map() leaves in the table's slots: two leaf
+ * tables that share a slot (the later map takes it), one-page copies
+ * between them both ways, a page remapped to another pool page, unmapped,
+ * read-only and of another color while its leaf table sits in its slot.
+ */
+static void copy_leaf_slots(struct kunit *test)
+{
+	struct md_mmu *mmu = new_mmu(test);
+	u64 p = PAGE_SIZE, a = SZ_1G + 3 * p;
+	u64 b = a + (u64)MD_MMU_LEAF_SLOTS * SZ_2M;	/* a's slot */
+	u64 c = b + p;
+	struct md_mmu_fault_info fault;
+	u8 *pool;
+	u64 i;
+
+	pool = kunit_kmalloc(test, 5 * p, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, pool);
+	for (i = 0; i < 5 * p; i++)
+		pool[i] = (u8)(i / p + 1);
+	KUNIT_ASSERT_EQ(test, md_mmu_map(mmu, a, 0, p, MD_MMU_READ | MD_MMU_WRITE,
+					 COLOR), 0);
+	KUNIT_ASSERT_EQ(test, md_mmu_map(mmu, b, p, p, MD_MMU_READ | MD_MMU_WRITE,
+					 COLOR), 0);
+	/* b's leaf table is in the slot, a's is walked to. */
+	KUNIT_EXPECT_EQ(test, cp(mmu, b + 100, a + 10, 50, pool, &fault), 0);
+	KUNIT_EXPECT_EQ(test, pool[p + 100], 1);
+	KUNIT_EXPECT_EQ(test, pool[p + 149], 1);
+	KUNIT_EXPECT_EQ(test, pool[p + 150], 2);
+	KUNIT_EXPECT_EQ(test, cp(mmu, a + 200, b + 300, 8, pool, &fault), 0);
+	KUNIT_EXPECT_EQ(test, pool[199], 1);
+	KUNIT_EXPECT_EQ(test, pool[200], 2);
+	KUNIT_EXPECT_EQ(test, pool[207], 2);
+	KUNIT_EXPECT_EQ(test, pool[208], 1);
+
+	/* b to pool page 2: the copy follows the leaf, not the old page. */
+	md_mmu_unmap(mmu, b, p);
+	KUNIT_ASSERT_EQ(test, md_mmu_map(mmu, b, 2 * p, p,
+					 MD_MMU_READ | MD_MMU_WRITE, COLOR), 0);
+	KUNIT_EXPECT_EQ(test, cp(mmu, b, a + 1000, 16, pool, &fault), 0);
+	KUNIT_EXPECT_EQ(test, pool[2 * p], 1);
+	KUNIT_EXPECT_EQ(test, pool[p], 2);
+	/*
+	 * c shares b's leaf table: copies between them find both sides in
+	 * the slot. b unmapped, its leaf table still there: a fault, no copy.
+	 */
+	KUNIT_ASSERT_EQ(test, md_mmu_map(mmu, c, 4 * p, p,
+					 MD_MMU_READ | MD_MMU_WRITE, COLOR), 0);
+	md_mmu_unmap(mmu, b, p);
+	KUNIT_EXPECT_EQ(test, cp(mmu, b + 8, c, 8, pool, &fault), -EFAULT);
+	KUNIT_EXPECT_EQ(test, fault.va, b + 8);
+	KUNIT_EXPECT_EQ(test, fault.access, MD_MMU_WRITE);
+	KUNIT_EXPECT_EQ(test, fault.reason, MD_MMU_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, cp(mmu, c, b, 8, pool, &fault), -EFAULT);
+	KUNIT_EXPECT_EQ(test, fault.access, MD_MMU_READ);
+	KUNIT_EXPECT_EQ(test, fault.reason, MD_MMU_UNMAPPED);
+	/* Read-only, then another color. */
+	KUNIT_ASSERT_EQ(test, md_mmu_map(mmu, b, 3 * p, p, MD_MMU_READ,
+					 COLOR), 0);
+	KUNIT_EXPECT_EQ(test, cp(mmu, b, c, 8, pool, &fault), -EFAULT);
+	KUNIT_EXPECT_EQ(test, fault.reason, MD_MMU_PERM);
+	KUNIT_EXPECT_EQ(test, pool[3 * p], 4);
+	KUNIT_EXPECT_EQ(test, cp(mmu, c + 16, b + 16, 8, pool, &fault), 0);
+	KUNIT_EXPECT_EQ(test, pool[4 * p + 16], 4);
+	md_mmu_unmap(mmu, b, p);
+	KUNIT_ASSERT_EQ(test, md_mmu_map(mmu, b, 3 * p, p,
+					 MD_MMU_READ | MD_MMU_WRITE, COLOR + 1), 0);
+	KUNIT_EXPECT_EQ(test, cp(mmu, b, c, 8, pool, &fault), -EFAULT);
+	KUNIT_EXPECT_EQ(test, fault.reason, MD_MMU_COLOR);
+	KUNIT_EXPECT_EQ(test, cp(mmu, c, b, 8, pool, &fault), -EFAULT);
+	KUNIT_EXPECT_EQ(test, fault.reason, MD_MMU_COLOR);
+	KUNIT_EXPECT_EQ(test, pool[3 * p], 4);
+	KUNIT_EXPECT_EQ(test, pool[4 * p], 5);
+	md_mmu_unmap(mmu, a, p);
+	md_mmu_unmap(mmu, b, 2 * p);
+	done(test, mmu);
+}
+
 /*
  * The copy engine across run boundaries of every shape, against a byte by
  * byte model. VA pages 0..NP/2-1 are the source side, NP/2..NP-1 the
@@ -767,6 +857,7 @@ static struct kunit_case md_mmu_cases[] = {
 	KUNIT_CASE(large_mapping_and_checker),
 	KUNIT_CASE(translate_runs),
 	KUNIT_CASE(copy_engine),
+	KUNIT_CASE(copy_leaf_slots),
 	KUNIT_CASE(copy_run_shapes),
 	KUNIT_CASE(copy_fault_at_every_page),
 	KUNIT_CASE(copy_chunks_and_limits),
