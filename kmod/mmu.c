@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The soft-MMU's page table and its walk: see mmu.h for the format. Every
- * access to the table is under mmu->lock: writers map and unmap, readers
- * translate (and keep the lock while they use the translation, so that
- * the memory cannot be unmapped and reused under them).
+ * access to the table excludes writers: writers map and unmap under
+ * mmu->lock held for writing; readers translate under it held for reading
+ * (and keep it while they use the translation, so that the memory cannot
+ * be unmapped and reused under them), except the copy engine's one-page
+ * copies, which exclude writers without it: see copy_enter().
  *
  * Table pages are allocated on demand by md_mmu_map() and only freed by
  * md_mmu_fini(): a domain's tables are bounded by the device VA span its
@@ -17,6 +19,7 @@
 #include <linux/io.h>
 #include <linux/lockdep.h>
 #include <linux/mm.h>
+#include <linux/percpu.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
 
@@ -65,9 +68,16 @@ int md_mmu_init(struct md_mmu *mmu, u16 color)
 {
 	init_rwsem(&mmu->lock);
 	slots_clear(mmu);
-	mmu->root = (u64 *)get_zeroed_page(GFP_KERNEL);
-	if (!mmu->root)
+	mmu->writing = 0;
+	mmu->copiers = alloc_percpu(unsigned int);
+	if (!mmu->copiers)
 		return -ENOMEM;
+	mmu->root = (u64 *)get_zeroed_page(GFP_KERNEL);
+	if (!mmu->root) {
+		free_percpu(mmu->copiers);
+		mmu->copiers = NULL;
+		return -ENOMEM;
+	}
 	mmu->color = color;
 	mmu->nr_tables = 1;
 	mmu->nr_leaves = 0;
@@ -91,6 +101,8 @@ void md_mmu_fini(struct md_mmu *mmu)
 	if (mmu->root)
 		free_level(mmu->root, LEVELS - 1);	/* depth 4: bounded */
 	mmu->root = NULL;
+	free_percpu(mmu->copiers);
+	mmu->copiers = NULL;
 	slots_clear(mmu);
 	mmu->nr_tables = 0;
 	mmu->nr_leaves = 0;
@@ -184,6 +196,91 @@ static bool range_ok(u64 va, u64 size)
 	       va < VA_LIMIT && size <= VA_LIMIT - va;
 }
 
+/*
+ * The copy engine's one-page copies do not take mmu->lock: each counts
+ * itself in its CPU's mmu->copiers, with preemption off, for as long as
+ * it reads the table and copies, and gives way when mmu->writing is set.
+ * A writer takes the lock for writing (excluding every other reader and
+ * writer), sets mmu->writing and waits until no CPU counts a copy; only
+ * then does it change the table.
+ *
+ * Why no copy can use a translation a writer changes: a copy stores its
+ * count, then (full barrier) loads mmu->writing; a writer stores
+ * mmu->writing, then (full barrier) loads every count. With a full
+ * barrier between each side's store and load, at least one side sees the
+ * other's store. If the copy sees mmu->writing set, it does not touch the
+ * table (it takes the lock, after the writer). If the writer sees the
+ * count, it waits for the copy to drop it, which the copy does with
+ * release order after its last access to the table and the pool: an
+ * acquire load that reads the drop orders the writer's changes after all
+ * of them. Clearing mmu->writing is a release, paired with the copy's
+ * acquire load of it, so a copy that starts after a writer sees its
+ * changes.
+ *
+ * A copy counts itself for one page's worth of bytes at most and never
+ * waits while it does, so a writer waits that long at most (rescheduling
+ * as it waits, as it may sleep anyway).
+ */
+static void table_write_lock(struct md_mmu *mmu)
+{
+	int cpu;
+
+	down_write(&mmu->lock);
+	WRITE_ONCE(mmu->writing, 1);
+	smp_mb();	/* writing, then the counts: see above */
+	for_each_possible_cpu(cpu) {
+		unsigned int *n = per_cpu_ptr(mmu->copiers, cpu);
+
+		/* Acquire: pairs with copy_exit()'s release of the count. */
+		while (smp_load_acquire(n)) {
+			cpu_relax();
+			cond_resched();	/* the copier's vCPU may be stalled */
+		}
+	}
+}
+
+static void table_write_unlock(struct md_mmu *mmu)
+{
+	/* Release: the table's new state, then writing; see copy_enter(). */
+	smp_store_release(&mmu->writing, 0);
+	up_write(&mmu->lock);
+}
+
+/*
+ * A one-page copy starts: true when it may read the table (until
+ * copy_exit()), false when a writer is at work (take the lock instead).
+ * Process context only (md_mmu_copy() may sleep): the count of a CPU is
+ * only changed by the task that runs there with preemption off.
+ */
+static __always_inline bool copy_enter(struct md_mmu *mmu)
+{
+	unsigned int *n;
+
+	preempt_disable();
+	n = this_cpu_ptr(mmu->copiers);
+	WRITE_ONCE(*n, *n + 1);
+	smp_mb();	/* the count, then writing: see table_write_lock() */
+	if (likely(!smp_load_acquire(&mmu->writing))) {
+		/* For lockdep: a reader of the table, ordered as one. */
+		rwsem_acquire_read(&mmu->lock.dep_map, 0, 0, _RET_IP_);
+		return true;
+	}
+	/* Gives way without touching the table: see table_write_lock(). */
+	smp_store_release(n, *n - 1);
+	preempt_enable();
+	return false;
+}
+
+static __always_inline void copy_exit(struct md_mmu *mmu)
+{
+	unsigned int *n = this_cpu_ptr(mmu->copiers);
+
+	rwsem_release(&mmu->lock.dep_map, _RET_IP_);
+	/* Every access to the table and the pool before the count drops. */
+	smp_store_release(n, *n - 1);
+	preempt_enable();
+}
+
 /* Under mmu->lock held for writing. */
 static void unmap_locked(struct md_mmu *mmu, u64 va, u64 size)
 {
@@ -231,7 +328,7 @@ int md_mmu_map(struct md_mmu *mmu, u64 va, u64 pool_off, u64 size,
 	    pool_off > PTE_PAGE_MASK || size - 1 > PTE_PAGE_MASK - pool_off)
 		return -EINVAL;
 
-	down_write(&mmu->lock);
+	table_write_lock(mmu);
 	for (done = 0; done < size; done += PAGE_SIZE) {
 		u64 *e = walk(mmu, va + done, true);
 
@@ -249,7 +346,7 @@ int md_mmu_map(struct md_mmu *mmu, u64 va, u64 pool_off, u64 size,
 	}
 	if (ret && done)
 		unmap_locked(mmu, va, done);
-	up_write(&mmu->lock);
+	table_write_unlock(mmu);
 	return ret;
 }
 EXPORT_SYMBOL_IF_KUNIT(md_mmu_map);
@@ -259,9 +356,9 @@ void md_mmu_unmap(struct md_mmu *mmu, u64 va, u64 size)
 {
 	if (!range_ok(va, size))
 		return;
-	down_write(&mmu->lock);
+	table_write_lock(mmu);
 	unmap_locked(mmu, va, size);
-	up_write(&mmu->lock);
+	table_write_unlock(mmu);
 }
 EXPORT_SYMBOL_IF_KUNIT(md_mmu_unmap);
 
@@ -546,7 +643,7 @@ static noinline int copy_chunks(u64 dof, u64 so, u64 size,
 /*
  * md_mmu_copy() beyond its fast path: a copy whose ranges cross pages, or
  * one that faults. When each side is one run, one walk of each and the
- * copy in chunks; else copy_runs().
+ * copy in chunks; else copy_runs(). Under mmu->lock.
  */
 static noinline int copy_general(struct md_mmu *mmu, u64 dst, u64 src,
 				 u64 size, md_mmu_copy_fn copy, void *ctx,
@@ -586,16 +683,31 @@ general:
 	return copy_runs(mmu, dst, src, size, copy, ctx, fault);
 }
 
+static noinline int copy_locked(struct md_mmu *mmu, u64 dst, u64 src,
+				u64 size, md_mmu_copy_fn copy, void *ctx,
+				struct md_mmu_fault_info *fault)
+{
+	int ret;
+
+	down_read(&mmu->lock);
+	ret = copy_general(mmu, dst, src, size, copy, ctx, fault);
+	up_read(&mmu->lock);
+	return ret;
+}
+
 /**
  * md_mmu_copy() - the copy engine: move @size bytes from device VA @src
  * to device VA @dst as the owner of @mmu sees them
- * @mmu: the table; the caller holds mmu->lock (reading is enough)
- *       throughout, so no page can be unmapped (and reused) in between
+ * @mmu: the table; the caller must not hold mmu->lock: the engine
+ *       excludes the table's writers itself, from its first look at the
+ *       table to its last byte copied, so no page can be unmapped (and
+ *       reused) in between
  * @dst: first byte written
  * @src: first byte read
  * @size: bytes, neither range wrapping (0 copies nothing)
  * @copy: moves @len bytes between pool offsets; the ranges are contiguous
- *        in the pool and at most MD_MMU_COPY_CHUNK long
+ *        in the pool and at most MD_MMU_COPY_CHUNK long. Must not sleep:
+ *        a copy within one page each side runs with preemption off
  * @ctx: for @copy
  * @fault: out: where and why, when the copy faults
  *
@@ -613,6 +725,10 @@ general:
  * on both sides), at most MD_MMU_COPY_CHUNK bytes at a time, rescheduling
  * between chunks. Overlapping ranges leave undefined data, as memcpy().
  *
+ * A copy within one page each side whose leaf tables are in their slots
+ * (see mmu.h) excludes writers as copy_enter() says, without mmu->lock;
+ * any other takes mmu->lock for reading. Process context: may sleep.
+ *
  * Return: 0, or -EFAULT with @fault filled in.
  */
 int md_mmu_copy(struct md_mmu *mmu, u64 dst, u64 src, u64 size,
@@ -621,17 +737,24 @@ int md_mmu_copy(struct md_mmu *mmu, u64 dst, u64 src, u64 size,
 	const struct md_mmu_leaf_slot *ss, *ds;
 	u64 se, de;
 
-	lockdep_assert_held(&mmu->lock);
+	/*
+	 * Sleeping in atomic context is caught on debug kernels; the
+	 * voluntary preemption point of might_sleep() is not worth a
+	 * one-page copy's time (COPY returns to user space right after, and
+	 * longer copies reschedule between chunks).
+	 */
+	if (IS_ENABLED(CONFIG_DEBUG_ATOMIC_SLEEP))
+		might_sleep();
 	/*
 	 * The fast path: each range within one page (size > 0), as a small
 	 * copy is, and both leaf tables in their slots, as they are for
-	 * regions mapped since: two loads per side, the checks, the copy,
-	 * and nothing live across it. Everything else, faults included, is
-	 * copy_general()'s.
+	 * regions mapped since: no writer at work, two loads per side, the
+	 * checks, the copy. Everything else, faults included, is
+	 * copy_general()'s, under mmu->lock.
 	 */
 	if (likely(size - 1 < PAGE_SIZE - max(src & ~PAGE_MASK,
 					      dst & ~PAGE_MASK) &&
-		   (src | dst) < VA_LIMIT)) {
+		   (src | dst) < VA_LIMIT) && likely(copy_enter(mmu))) {
 		ss = slot_of(mmu, src);
 		ds = slot_of(mmu, dst);
 		if (unlikely(ss->key != src >> LEAF_SHIFT ||
@@ -644,10 +767,12 @@ int md_mmu_copy(struct md_mmu *mmu, u64 dst, u64 src, u64 size,
 			goto general;
 		copy(ctx, (de & PTE_PAGE_MASK) | (dst & ~PAGE_MASK),
 		     (se & PTE_PAGE_MASK) | (src & ~PAGE_MASK), size);
+		copy_exit(mmu);
 		return 0;
-	}
 general:
-	return copy_general(mmu, dst, src, size, copy, ctx, fault);
+		copy_exit(mmu);
+	}
+	return copy_locked(mmu, dst, src, size, copy, ctx, fault);
 }
 EXPORT_SYMBOL_IF_KUNIT(md_mmu_copy);
 
