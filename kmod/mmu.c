@@ -423,27 +423,32 @@ static noinline u64 run_extend(struct md_mmu *mmu, const u64 *e, u64 va,
 			       u64 n, u64 max)
 {
 	u64 next = (va & PAGE_MASK) + PAGE_SIZE, want = *e + PAGE_SIZE;
+	unsigned int i, k, end;
 
 	/*
 	 * The run goes on while each leaf is the previous one with the next
 	 * pool page: same valid, permission and color bits, so one compare
 	 * per page (a page-number overflow would change the color bits and
-	 * end the run).
+	 * end the run). Within a leaf table the next entry is the next page:
+	 * the pages of one table the run may take are compared in a row.
 	 */
+	e++;
 	while (n < max && next < VA_LIMIT) {
-		/* Within a leaf table the next entry is the next page. */
-		if (table_index(next, 0)) {
-			e++;
-		} else {
+		i = table_index(next, 0);
+		if (!i) {
 			e = lookup(mmu, next);
 			if (!e)
 				break;
 		}
-		if (*e != want)
+		/* The pages left to @max, rounded up (no overflow near 2^64). */
+		end = min_t(u64, ENTRIES - i, ((max - n - 1) >> PAGE_SHIFT) + 1);
+		for (k = 0; k < end && e[k] == want; k++)
+			want += PAGE_SIZE;
+		n += (u64)k << PAGE_SHIFT;
+		next += (u64)k << PAGE_SHIFT;
+		if (k < end)
 			break;
-		want += PAGE_SIZE;
-		n += PAGE_SIZE;
-		next += PAGE_SIZE;
+		e += k;
 	}
 	return min(n, max);
 }
