@@ -440,9 +440,13 @@ static noinline u64 run_extend(struct md_mmu *mmu, const u64 *e, u64 va,
 			if (!e)
 				break;
 		}
+		/* A scattered mapping's runs end here: one compare. */
+		if (*e != want)
+			break;
 		/* The pages left to @max, rounded up (no overflow near 2^64). */
 		end = min_t(u64, ENTRIES - i, ((max - n - 1) >> PAGE_SHIFT) + 1);
-		for (k = 0; k < end && e[k] == want; k++)
+		want += PAGE_SIZE;
+		for (k = 1; k < end && e[k] == want; k++)
 			want += PAGE_SIZE;
 		n += (u64)k << PAGE_SHIFT;
 		next += (u64)k << PAGE_SHIFT;
