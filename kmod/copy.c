@@ -3,14 +3,14 @@
  * The copy engine: METADEF_IOC_COPY, standing in for an accelerator's DMA.
  * It sees memory only through the caller's device page table (the walk and
  * the copy loop are md_mmu_copy() in mmu.c): both ranges are translated
- * first, run by run, under the table's read lock, and a single fault fails
- * the whole copy before a byte moves; then the pool copies once per joint
- * run of the two sides. The lock is held
- * until the copy is done, so no page can be unmapped, freed and handed to
- * another tenant in between; the pool's gone_sem is held too, so a PCI
- * device cannot go away under it.
+ * first, run by run, and a single fault fails the whole copy before a byte
+ * moves; then the pool copies once per joint run of the two sides. The
+ * table's writers are kept out (by its lock, or for a one-page copy by
+ * md_mmu_copy()'s own exclusion) until the copy is done, so no page can be
+ * unmapped, freed and handed to another tenant in between; the pool's
+ * gone_sem is held too, so a PCI device cannot go away under it.
  *
- * Lock order: pool->gone_sem, then mmu->lock.
+ * Lock order: pool->gone_sem, then mmu->lock (taken by md_mmu_copy()).
  */
 #include <linux/ktime.h>
 #include <linux/mm.h>
@@ -71,10 +71,8 @@ static int copy_checked(struct md_domain *dom, struct metadef_copy *arg)
 		up_read(&pool->gone_sem);
 		return -ENODEV;
 	}
-	down_read(&dom->mmu.lock);
 	ret = md_mmu_copy(&dom->mmu, arg->dst_va, arg->src_va, arg->size,
 			  pool_copy, pool, &fault);
-	up_read(&dom->mmu.lock);
 	up_read(&pool->gone_sem);
 	if (ret == -EFAULT)
 		md_fault_record(dom, fault.va, fault.access, fault.reason);

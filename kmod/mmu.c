@@ -1,19 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The soft-MMU's page table and its walk: see mmu.h for the format. Every
- * access to the table is under mmu->lock: writers map and unmap, readers
- * translate (and keep the lock while they use the translation, so that
- * the memory cannot be unmapped and reused under them).
+ * access to the table excludes writers: writers map and unmap under
+ * mmu->lock held for writing; readers translate under it held for reading
+ * (and keep it while they use the translation, so that the memory cannot
+ * be unmapped and reused under them), except the copy engine's one-page
+ * copies, which exclude writers without it: see copy_enter().
  *
  * Table pages are allocated on demand by md_mmu_map() and only freed by
  * md_mmu_fini(): a domain's tables are bounded by the device VA span its
- * pages use, which the pool bounds.
+ * pages use, which the pool bounds. A table entry, once set, never
+ * changes (unmapping clears leaves only), so the leaf table found for a
+ * VA is the same until md_mmu_fini(): that is what lets md_mmu_map()
+ * leave leaf tables in mmu->slots for readers to find without a walk.
  */
 #include <linux/bits.h>
 #include <linux/gfp.h>
 #include <linux/io.h>
 #include <linux/lockdep.h>
 #include <linux/mm.h>
+#include <linux/percpu.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
 
@@ -28,6 +34,7 @@
 #define PTE_PAGE_MASK	GENMASK_ULL(47, 12)
 #define PTE_COLOR_SHIFT	48
 #define VA_LIMIT	BIT_ULL(MD_MMU_VA_BITS)
+#define LEAF_SHIFT	(PAGE_SHIFT + LEVEL_BITS)	/* a leaf table's span */
 
 static inline unsigned int table_index(u64 va, int level)
 {
@@ -44,12 +51,33 @@ static inline u16 leaf_color(u64 pte)
 	return pte >> PTE_COLOR_SHIFT;
 }
 
+static void slots_clear(struct md_mmu *mmu)
+{
+	unsigned int i;
+
+	for (i = 0; i < MD_MMU_LEAF_SLOTS; i++)
+		mmu->slots[i] = (struct md_mmu_leaf_slot){ .key = ~0ULL };
+}
+
+static inline struct md_mmu_leaf_slot *slot_of(struct md_mmu *mmu, u64 va)
+{
+	return &mmu->slots[(va >> LEAF_SHIFT) % MD_MMU_LEAF_SLOTS];
+}
+
 int md_mmu_init(struct md_mmu *mmu, u16 color)
 {
 	init_rwsem(&mmu->lock);
-	mmu->root = (u64 *)get_zeroed_page(GFP_KERNEL);
-	if (!mmu->root)
+	slots_clear(mmu);
+	mmu->writing = 0;
+	mmu->copiers = alloc_percpu(unsigned int);
+	if (!mmu->copiers)
 		return -ENOMEM;
+	mmu->root = (u64 *)get_zeroed_page(GFP_KERNEL);
+	if (!mmu->root) {
+		free_percpu(mmu->copiers);
+		mmu->copiers = NULL;
+		return -ENOMEM;
+	}
 	mmu->color = color;
 	mmu->nr_tables = 1;
 	mmu->nr_leaves = 0;
@@ -73,6 +101,9 @@ void md_mmu_fini(struct md_mmu *mmu)
 	if (mmu->root)
 		free_level(mmu->root, LEVELS - 1);	/* depth 4: bounded */
 	mmu->root = NULL;
+	free_percpu(mmu->copiers);
+	mmu->copiers = NULL;
+	slots_clear(mmu);
 	mmu->nr_tables = 0;
 	mmu->nr_leaves = 0;
 }
@@ -81,7 +112,8 @@ EXPORT_SYMBOL_IF_KUNIT(md_mmu_fini);
 /*
  * The leaf entry for @va, allocating missing tables when @alloc; NULL when
  * a table is missing and !@alloc; ERR_PTR(-ENOMEM). Under mmu->lock, held
- * for writing when @alloc.
+ * for writing when @alloc, and then the leaf table goes into @va's slot:
+ * the tables md_mmu_map() walked to last are the ones copies use.
  */
 static u64 *walk(struct md_mmu *mmu, u64 va, bool alloc)
 {
@@ -108,14 +140,16 @@ static u64 *walk(struct md_mmu *mmu, u64 va, bool alloc)
 		}
 		t = md_next_table(*e);
 	}
+	if (alloc)
+		*slot_of(mmu, va) = (struct md_mmu_leaf_slot){
+			.key = va >> LEAF_SHIFT, .table = t };
 	return &t[table_index(va, 0)];
 }
 
 /*
- * walk() for readers, unrolled, in two halves, as the copy engine's fixed
- * cost is mostly two walks: the level-1 table (whose entries point to
- * leaf tables) covering @va, or NULL where a table is missing; then the
- * leaf entry for @va in it, or NULL. Under mmu->lock.
+ * walk() for readers, unrolled, in two halves: the level-1 table (whose
+ * entries point to leaf tables) covering @va, or NULL where a table is
+ * missing; then the leaf entry for @va in it, or NULL. Under mmu->lock.
  */
 static __always_inline u64 *lookup_l1(struct md_mmu *mmu, u64 va)
 {
@@ -140,11 +174,19 @@ static __always_inline u64 *lookup_in(const u64 *l1, u64 va)
 	return &md_next_table(e)[table_index(va, 0)];
 }
 
-/* The leaf entry for @va (< VA_LIMIT), or NULL. */
+/*
+ * The leaf entry for @va (< VA_LIMIT), or NULL: from @va's slot when it
+ * holds @va's leaf table (one load instead of three levels), else walked.
+ * Under mmu->lock.
+ */
 static __always_inline u64 *lookup(struct md_mmu *mmu, u64 va)
 {
-	u64 *l1 = lookup_l1(mmu, va);
+	const struct md_mmu_leaf_slot *s = slot_of(mmu, va);
+	u64 *l1;
 
+	if (likely(s->key == va >> LEAF_SHIFT))
+		return &s->table[table_index(va, 0)];
+	l1 = lookup_l1(mmu, va);
 	return l1 ? lookup_in(l1, va) : NULL;
 }
 
@@ -152,6 +194,91 @@ static bool range_ok(u64 va, u64 size)
 {
 	return size && PAGE_ALIGNED(va) && PAGE_ALIGNED(size) &&
 	       va < VA_LIMIT && size <= VA_LIMIT - va;
+}
+
+/*
+ * The copy engine's one-page copies do not take mmu->lock: each counts
+ * itself in its CPU's mmu->copiers, with preemption off, for as long as
+ * it reads the table and copies, and gives way when mmu->writing is set.
+ * A writer takes the lock for writing (excluding every other reader and
+ * writer), sets mmu->writing and waits until no CPU counts a copy; only
+ * then does it change the table.
+ *
+ * Why no copy can use a translation a writer changes: a copy stores its
+ * count, then (full barrier) loads mmu->writing; a writer stores
+ * mmu->writing, then (full barrier) loads every count. With a full
+ * barrier between each side's store and load, at least one side sees the
+ * other's store. If the copy sees mmu->writing set, it does not touch the
+ * table (it takes the lock, after the writer). If the writer sees the
+ * count, it waits for the copy to drop it, which the copy does with
+ * release order after its last access to the table and the pool: an
+ * acquire load that reads the drop orders the writer's changes after all
+ * of them. Clearing mmu->writing is a release, paired with the copy's
+ * acquire load of it, so a copy that starts after a writer sees its
+ * changes.
+ *
+ * A copy counts itself for one page's worth of bytes at most and never
+ * waits while it does, so a writer waits that long at most (rescheduling
+ * as it waits, as it may sleep anyway).
+ */
+static void table_write_lock(struct md_mmu *mmu)
+{
+	int cpu;
+
+	down_write(&mmu->lock);
+	WRITE_ONCE(mmu->writing, 1);
+	smp_mb();	/* writing, then the counts: see above */
+	for_each_possible_cpu(cpu) {
+		unsigned int *n = per_cpu_ptr(mmu->copiers, cpu);
+
+		/* Acquire: pairs with copy_exit()'s release of the count. */
+		while (smp_load_acquire(n)) {
+			cpu_relax();
+			cond_resched();	/* the copier's vCPU may be stalled */
+		}
+	}
+}
+
+static void table_write_unlock(struct md_mmu *mmu)
+{
+	/* Release: the table's new state, then writing; see copy_enter(). */
+	smp_store_release(&mmu->writing, 0);
+	up_write(&mmu->lock);
+}
+
+/*
+ * A one-page copy starts: true when it may read the table (until
+ * copy_exit()), false when a writer is at work (take the lock instead).
+ * Process context only (md_mmu_copy() may sleep): the count of a CPU is
+ * only changed by the task that runs there with preemption off.
+ */
+static __always_inline bool copy_enter(struct md_mmu *mmu)
+{
+	unsigned int *n;
+
+	preempt_disable();
+	n = this_cpu_ptr(mmu->copiers);
+	WRITE_ONCE(*n, *n + 1);
+	smp_mb();	/* the count, then writing: see table_write_lock() */
+	if (likely(!smp_load_acquire(&mmu->writing))) {
+		/* For lockdep: a reader of the table, ordered as one. */
+		rwsem_acquire_read(&mmu->lock.dep_map, 0, 0, _RET_IP_);
+		return true;
+	}
+	/* Gives way without touching the table: see table_write_lock(). */
+	smp_store_release(n, *n - 1);
+	preempt_enable();
+	return false;
+}
+
+static __always_inline void copy_exit(struct md_mmu *mmu)
+{
+	unsigned int *n = this_cpu_ptr(mmu->copiers);
+
+	rwsem_release(&mmu->lock.dep_map, _RET_IP_);
+	/* Every access to the table and the pool before the count drops. */
+	smp_store_release(n, *n - 1);
+	preempt_enable();
 }
 
 /* Under mmu->lock held for writing. */
@@ -201,7 +328,7 @@ int md_mmu_map(struct md_mmu *mmu, u64 va, u64 pool_off, u64 size,
 	    pool_off > PTE_PAGE_MASK || size - 1 > PTE_PAGE_MASK - pool_off)
 		return -EINVAL;
 
-	down_write(&mmu->lock);
+	table_write_lock(mmu);
 	for (done = 0; done < size; done += PAGE_SIZE) {
 		u64 *e = walk(mmu, va + done, true);
 
@@ -219,7 +346,7 @@ int md_mmu_map(struct md_mmu *mmu, u64 va, u64 pool_off, u64 size,
 	}
 	if (ret && done)
 		unmap_locked(mmu, va, done);
-	up_write(&mmu->lock);
+	table_write_unlock(mmu);
 	return ret;
 }
 EXPORT_SYMBOL_IF_KUNIT(md_mmu_map);
@@ -229,9 +356,9 @@ void md_mmu_unmap(struct md_mmu *mmu, u64 va, u64 size)
 {
 	if (!range_ok(va, size))
 		return;
-	down_write(&mmu->lock);
+	table_write_lock(mmu);
 	unmap_locked(mmu, va, size);
-	up_write(&mmu->lock);
+	table_write_unlock(mmu);
 }
 EXPORT_SYMBOL_IF_KUNIT(md_mmu_unmap);
 
@@ -249,16 +376,16 @@ static inline enum md_mmu_fault leaf_check(struct md_mmu *mmu,
 }
 
 /*
- * leaf_check() == MD_MMU_OK in one compare: valid, @access and this
- * table's color, for the copy engine's fast path.
+ * leaf_check() == MD_MMU_OK for leaf entry @pte in one compare: valid,
+ * @access and this table's color, for the copy engine's fast path.
  */
-static __always_inline bool leaf_ok(struct md_mmu *mmu, const u64 *e,
-				    unsigned int access)
+static __always_inline bool pte_ok(struct md_mmu *mmu, u64 pte,
+				   unsigned int access)
 {
 	u64 mask = PTE_VALID | access | GENMASK_ULL(63, PTE_COLOR_SHIFT);
 
-	return e && (*e & mask) == (PTE_VALID | access |
-				    (u64)mmu->color << PTE_COLOR_SHIFT);
+	return (pte & mask) == (PTE_VALID | access |
+				(u64)mmu->color << PTE_COLOR_SHIFT);
 }
 
 /**
@@ -296,27 +423,36 @@ static noinline u64 run_extend(struct md_mmu *mmu, const u64 *e, u64 va,
 			       u64 n, u64 max)
 {
 	u64 next = (va & PAGE_MASK) + PAGE_SIZE, want = *e + PAGE_SIZE;
+	unsigned int i, k, end;
 
 	/*
 	 * The run goes on while each leaf is the previous one with the next
 	 * pool page: same valid, permission and color bits, so one compare
 	 * per page (a page-number overflow would change the color bits and
-	 * end the run).
+	 * end the run). Within a leaf table the next entry is the next page:
+	 * the pages of one table the run may take are compared in a row.
 	 */
+	e++;
 	while (n < max && next < VA_LIMIT) {
-		/* Within a leaf table the next entry is the next page. */
-		if (table_index(next, 0)) {
-			e++;
-		} else {
+		i = table_index(next, 0);
+		if (!i) {
 			e = lookup(mmu, next);
 			if (!e)
 				break;
 		}
+		/* A scattered mapping's runs end here: one compare. */
 		if (*e != want)
 			break;
+		/* The pages left to @max, rounded up (no overflow near 2^64). */
+		end = min_t(u64, ENTRIES - i, ((max - n - 1) >> PAGE_SHIFT) + 1);
 		want += PAGE_SIZE;
-		n += PAGE_SIZE;
-		next += PAGE_SIZE;
+		for (k = 1; k < end && e[k] == want; k++)
+			want += PAGE_SIZE;
+		n += (u64)k << PAGE_SHIFT;
+		next += (u64)k << PAGE_SHIFT;
+		if (k < end)
+			break;
+		e += k;
 	}
 	return min(n, max);
 }
@@ -516,34 +652,28 @@ static noinline int copy_chunks(u64 dof, u64 so, u64 size,
 /*
  * md_mmu_copy() beyond its fast path: a copy whose ranges cross pages, or
  * one that faults. When each side is one run, one walk of each and the
- * copy in chunks; else copy_runs().
+ * copy in chunks; else copy_runs(). Under mmu->lock.
  */
 static noinline int copy_general(struct md_mmu *mmu, u64 dst, u64 src,
 				 u64 size, md_mmu_copy_fn copy, void *ctx,
 				 struct md_mmu_fault_info *fault)
 {
-	u64 so, sn, dof, dn, *l1, *e;
+	u64 so, sn, dof, dn;
 	enum md_mmu_fault f;
 
 	if (unlikely(!size))
 		return 0;
 	if (unlikely((src | dst) >= VA_LIMIT))
 		goto general;
-	/* The source's run; the walk down to its leaf table is shared. */
-	l1 = lookup_l1(mmu, src);
-	e = l1 ? lookup_in(l1, src) : NULL;
-	f = run_from(mmu, e, src, size, MD_MMU_READ, &so, &sn);
+	f = run_from(mmu, lookup(mmu, src), src, size, MD_MMU_READ, &so, &sn);
 	if (unlikely(f)) {
 		set_fault(fault, src, MD_MMU_READ, f);
 		return -EFAULT;
 	}
 	if (unlikely(sn != size))
 		goto general;
-	/* The destination's: from the same level-1 table if it is in it. */
-	if ((src ^ dst) >> (PAGE_SHIFT + 2 * LEVEL_BITS))
-		l1 = lookup_l1(mmu, dst);
-	e = l1 ? lookup_in(l1, dst) : NULL;
-	f = run_from(mmu, e, dst, size, MD_MMU_WRITE, &dof, &dn);
+	f = run_from(mmu, lookup(mmu, dst), dst, size, MD_MMU_WRITE, &dof,
+		     &dn);
 	if (unlikely(f)) {
 		set_fault(fault, dst, MD_MMU_WRITE, f);
 		return -EFAULT;
@@ -562,16 +692,31 @@ general:
 	return copy_runs(mmu, dst, src, size, copy, ctx, fault);
 }
 
+static noinline int copy_locked(struct md_mmu *mmu, u64 dst, u64 src,
+				u64 size, md_mmu_copy_fn copy, void *ctx,
+				struct md_mmu_fault_info *fault)
+{
+	int ret;
+
+	down_read(&mmu->lock);
+	ret = copy_general(mmu, dst, src, size, copy, ctx, fault);
+	up_read(&mmu->lock);
+	return ret;
+}
+
 /**
  * md_mmu_copy() - the copy engine: move @size bytes from device VA @src
  * to device VA @dst as the owner of @mmu sees them
- * @mmu: the table; the caller holds mmu->lock (reading is enough)
- *       throughout, so no page can be unmapped (and reused) in between
+ * @mmu: the table; the caller must not hold mmu->lock: the engine
+ *       excludes the table's writers itself, from its first look at the
+ *       table to its last byte copied, so no page can be unmapped (and
+ *       reused) in between
  * @dst: first byte written
  * @src: first byte read
  * @size: bytes, neither range wrapping (0 copies nothing)
  * @copy: moves @len bytes between pool offsets; the ranges are contiguous
- *        in the pool and at most MD_MMU_COPY_CHUNK long
+ *        in the pool and at most MD_MMU_COPY_CHUNK long. Must not sleep:
+ *        a copy within one page each side runs with preemption off
  * @ctx: for @copy
  * @fault: out: where and why, when the copy faults
  *
@@ -589,42 +734,54 @@ general:
  * on both sides), at most MD_MMU_COPY_CHUNK bytes at a time, rescheduling
  * between chunks. Overlapping ranges leave undefined data, as memcpy().
  *
+ * A copy within one page each side whose leaf tables are in their slots
+ * (see mmu.h) excludes writers as copy_enter() says, without mmu->lock;
+ * any other takes mmu->lock for reading. Process context: may sleep.
+ *
  * Return: 0, or -EFAULT with @fault filled in.
  */
 int md_mmu_copy(struct md_mmu *mmu, u64 dst, u64 src, u64 size,
 		md_mmu_copy_fn copy, void *ctx, struct md_mmu_fault_info *fault)
 {
-	const u64 *e;
-	u64 *l1, so;
+	const struct md_mmu_leaf_slot *ss, *ds;
+	u64 se, de;
 
-	lockdep_assert_held(&mmu->lock);
+	/*
+	 * Sleeping in atomic context is caught on debug kernels; the
+	 * voluntary preemption point of might_sleep() is not worth a
+	 * one-page copy's time (COPY returns to user space right after, and
+	 * longer copies reschedule between chunks).
+	 */
+	if (IS_ENABLED(CONFIG_DEBUG_ATOMIC_SLEEP))
+		might_sleep();
 	/*
 	 * The fast path: each range within one page (size > 0), as a small
-	 * copy is. One walk of each side (down to the level-1 table once,
-	 * when both are under the same one), the copy, and nothing live
-	 * across it. Faults are left to copy_general() to report.
+	 * copy is, and both leaf tables in their slots, as they are for
+	 * regions mapped since: no writer at work, two loads per side, the
+	 * checks, the copy. Everything else, faults included, is
+	 * copy_general()'s, under mmu->lock.
 	 */
 	if (likely(size - 1 < PAGE_SIZE - max(src & ~PAGE_MASK,
 					      dst & ~PAGE_MASK) &&
-		   (src | dst) < VA_LIMIT)) {
-		l1 = lookup_l1(mmu, src);
-		e = l1 ? lookup_in(l1, src) : NULL;
-		if (unlikely(!leaf_ok(mmu, e, MD_MMU_READ)))
+		   (src | dst) < VA_LIMIT) && likely(copy_enter(mmu))) {
+		ss = slot_of(mmu, src);
+		ds = slot_of(mmu, dst);
+		if (unlikely(ss->key != src >> LEAF_SHIFT ||
+			     ds->key != dst >> LEAF_SHIFT))
 			goto general;
-		so = (*e & PTE_PAGE_MASK) | (src & ~PAGE_MASK);
-		if ((src ^ dst) >> (PAGE_SHIFT + 2 * LEVEL_BITS)) {
-			l1 = lookup_l1(mmu, dst);
-			if (unlikely(!l1))
-				goto general;
-		}
-		e = lookup_in(l1, dst);
-		if (unlikely(!leaf_ok(mmu, e, MD_MMU_WRITE)))
+		se = ss->table[table_index(src, 0)];
+		de = ds->table[table_index(dst, 0)];
+		if (unlikely(!pte_ok(mmu, se, MD_MMU_READ) ||
+			     !pte_ok(mmu, de, MD_MMU_WRITE)))
 			goto general;
-		copy(ctx, (*e & PTE_PAGE_MASK) | (dst & ~PAGE_MASK), so, size);
+		copy(ctx, (de & PTE_PAGE_MASK) | (dst & ~PAGE_MASK),
+		     (se & PTE_PAGE_MASK) | (src & ~PAGE_MASK), size);
+		copy_exit(mmu);
 		return 0;
-	}
 general:
-	return copy_general(mmu, dst, src, size, copy, ctx, fault);
+		copy_exit(mmu);
+	}
+	return copy_locked(mmu, dst, src, size, copy, ctx, fault);
 }
 EXPORT_SYMBOL_IF_KUNIT(md_mmu_copy);
 

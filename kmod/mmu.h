@@ -39,21 +39,44 @@ enum md_mmu_fault {
 	MD_MMU_COLOR,
 };
 
+/* Leaf tables md_mmu_map() remembers, for the readers' walks. */
+#define MD_MMU_LEAF_SLOTS	32
+
+/**
+ * struct md_mmu_leaf_slot - a leaf table and the VAs it maps
+ * @key: the VA >> 21 of the 2 MiB the table maps; ~0 when empty
+ * @table: the leaf table
+ */
+struct md_mmu_leaf_slot {
+	u64 key;
+	u64 *table;
+};
+
 /**
  * struct md_mmu - one domain's device page table
  * @lock: writers map and unmap; readers translate and must keep holding it
- *        while they use what they translated
+ *        while they use what they translated. md_mmu_copy() takes it
+ *        itself, or for a one-page copy excludes writers without it
+ * @writing: a writer holds @lock and one-page copies must not start
+ * @copiers: one-page copies in progress, per CPU (see mmu.c)
  * @root: the top-level table
  * @color: tag of this table's own pages
  * @nr_tables: table pages allocated, the root included
  * @nr_leaves: valid leaf entries
+ * @slots: leaf tables that md_mmu_map() walked to, by VA >> 21 modulo
+ *         MD_MMU_LEAF_SLOTS: written under @lock held for writing, read
+ *         under @lock; a table is never freed nor moved before
+ *         md_mmu_fini(), so a slot is never stale
  */
 struct md_mmu {
 	struct rw_semaphore lock;
+	int writing;
+	unsigned int __percpu *copiers;
 	u64 *root;
 	u16 color;
 	unsigned long nr_tables;
 	unsigned long nr_leaves;
+	struct md_mmu_leaf_slot slots[MD_MMU_LEAF_SLOTS];
 };
 
 /* Where and why a copy faulted. */
@@ -66,6 +89,7 @@ struct md_mmu_fault_info {
 /* The copy engine moves at most this much between chances to reschedule. */
 #define MD_MMU_COPY_CHUNK	BIT_ULL(20)
 
+/* Moves bytes between pool offsets for md_mmu_copy(); must not sleep. */
 typedef void (*md_mmu_copy_fn)(void *ctx, u64 dst_off, u64 src_off, u64 len);
 
 int md_mmu_init(struct md_mmu *mmu, u16 color);

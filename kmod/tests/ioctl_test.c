@@ -68,17 +68,19 @@ static void info_check_reserved(struct kunit *test)
 
 static void info_fill(struct kunit *test)
 {
-	/* A device with no pool yet; too big for the stack. */
+	/* A device with no pool yet; it and a domain too big for the stack. */
 	struct md_device *mdev = kunit_kzalloc(test, sizeof(*mdev), GFP_KERNEL);
-	struct md_domain dom = { .id = 42 };
+	struct md_domain *dom = kunit_kzalloc(test, sizeof(*dom), GFP_KERNEL);
 	struct metadef_info info;
 
 	KUNIT_ASSERT_NOT_NULL(test, mdev);
+	KUNIT_ASSERT_NOT_NULL(test, dom);
 	mdev->pool_size = SZ_16M;
 	mutex_init(&mdev->pool_lock);
-	dom.dev = mdev;
+	dom->id = 42;
+	dom->dev = mdev;
 	memset(&info, 0xa5, sizeof(info));
-	md_info_fill(&dom, &info);
+	md_info_fill(dom, &info);
 	KUNIT_EXPECT_EQ(test, info.abi_version, METADEF_ABI_VERSION);
 	KUNIT_EXPECT_EQ(test, info.page_size, (u32)PAGE_SIZE);
 	KUNIT_EXPECT_EQ(test, info.pool_size, 0ull);

@@ -6,7 +6,11 @@
  * against a byte model, a fault at every page, chunks and the VA limit.
  */
 #include <kunit/test.h>
+#include <linux/completion.h>
+#include <linux/delay.h>
+#include <linux/kthread.h>
 #include <linux/mm.h>
+#include <linux/percpu.h>
 #include <linux/sizes.h>
 #include <linux/string.h>
 
@@ -278,10 +282,8 @@ static void copy_engine(struct kunit *test)
 		o2 = map[(dst + i - va) / p] * p + (dst + i) % p;
 		want[o2] = pool[o1];
 	}
-	down_read(&mmu->lock);
 	KUNIT_EXPECT_EQ(test, md_mmu_copy(mmu, dst, src, size, copy_fn, pool,
 					  &fault), 0);
-	up_read(&mmu->lock);
 	KUNIT_EXPECT_EQ(test, memcmp(pool, want, PAGES * p), 0);
 
 	/* One read-only page in the destination: nothing moves. */
@@ -289,24 +291,199 @@ static void copy_engine(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, md_mmu_map(mmu, va + 20 * p, map[20] * p, p,
 					 MD_MMU_READ, COLOR), 0);
 	memcpy(before, pool, PAGES * p);
-	down_read(&mmu->lock);
 	KUNIT_EXPECT_EQ(test, md_mmu_copy(mmu, dst, src, size, copy_fn, pool,
 					  &fault), -EFAULT);
-	up_read(&mmu->lock);
 	KUNIT_EXPECT_EQ(test, fault.va, va + 20 * p);
 	KUNIT_EXPECT_EQ(test, fault.access, MD_MMU_WRITE);
 	KUNIT_EXPECT_EQ(test, fault.reason, MD_MMU_PERM);
 	KUNIT_EXPECT_EQ(test, memcmp(pool, before, PAGES * p), 0);
 	/* A hole in the source: the fault names its first byte. */
 	md_mmu_unmap(mmu, va + 5 * p, p);
-	down_read(&mmu->lock);
 	KUNIT_EXPECT_EQ(test, md_mmu_copy(mmu, va + 24 * p, va + 4 * p + 9, 2 * p,
 					  copy_fn, pool, &fault), -EFAULT);
-	up_read(&mmu->lock);
 	KUNIT_EXPECT_EQ(test, fault.va, va + 5 * p);
 	KUNIT_EXPECT_EQ(test, fault.reason, MD_MMU_UNMAPPED);
 	KUNIT_EXPECT_EQ(test, memcmp(pool, before, PAGES * p), 0);
 	md_mmu_unmap(mmu, va, PAGES * p);
+	done(test, mmu);
+}
+
+/* md_mmu_copy() on a test's pool. */
+static int cp(struct md_mmu *mmu, u64 dst, u64 src, u64 size, void *pool,
+	      struct md_mmu_fault_info *fault)
+{
+	return md_mmu_copy(mmu, dst, src, size, copy_fn, pool, fault);
+}
+
+/*
+ * The leaf tables md_mmu_map() leaves in the table's slots: two leaf
+ * tables that share a slot (the later map takes it), one-page copies
+ * between them both ways, a page remapped to another pool page, unmapped,
+ * read-only and of another color while its leaf table sits in its slot.
+ */
+static void copy_leaf_slots(struct kunit *test)
+{
+	struct md_mmu *mmu = new_mmu(test);
+	u64 p = PAGE_SIZE, a = SZ_1G + 3 * p;
+	u64 b = a + (u64)MD_MMU_LEAF_SLOTS * SZ_2M;	/* a's slot */
+	u64 c = b + p;
+	struct md_mmu_fault_info fault;
+	u8 *pool;
+	u64 i;
+
+	pool = kunit_kmalloc(test, 5 * p, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, pool);
+	for (i = 0; i < 5 * p; i++)
+		pool[i] = (u8)(i / p + 1);
+	KUNIT_ASSERT_EQ(test, md_mmu_map(mmu, a, 0, p, MD_MMU_READ | MD_MMU_WRITE,
+					 COLOR), 0);
+	KUNIT_ASSERT_EQ(test, md_mmu_map(mmu, b, p, p, MD_MMU_READ | MD_MMU_WRITE,
+					 COLOR), 0);
+	/* b's leaf table is in the slot, a's is walked to. */
+	KUNIT_EXPECT_EQ(test, cp(mmu, b + 100, a + 10, 50, pool, &fault), 0);
+	KUNIT_EXPECT_EQ(test, pool[p + 100], 1);
+	KUNIT_EXPECT_EQ(test, pool[p + 149], 1);
+	KUNIT_EXPECT_EQ(test, pool[p + 150], 2);
+	KUNIT_EXPECT_EQ(test, cp(mmu, a + 200, b + 300, 8, pool, &fault), 0);
+	KUNIT_EXPECT_EQ(test, pool[199], 1);
+	KUNIT_EXPECT_EQ(test, pool[200], 2);
+	KUNIT_EXPECT_EQ(test, pool[207], 2);
+	KUNIT_EXPECT_EQ(test, pool[208], 1);
+
+	/* b to pool page 2: the copy follows the leaf, not the old page. */
+	md_mmu_unmap(mmu, b, p);
+	KUNIT_ASSERT_EQ(test, md_mmu_map(mmu, b, 2 * p, p,
+					 MD_MMU_READ | MD_MMU_WRITE, COLOR), 0);
+	KUNIT_EXPECT_EQ(test, cp(mmu, b, a + 1000, 16, pool, &fault), 0);
+	KUNIT_EXPECT_EQ(test, pool[2 * p], 1);
+	KUNIT_EXPECT_EQ(test, pool[p], 2);
+	/*
+	 * c shares b's leaf table: copies between them find both sides in
+	 * the slot. b unmapped, its leaf table still there: a fault, no copy.
+	 */
+	KUNIT_ASSERT_EQ(test, md_mmu_map(mmu, c, 4 * p, p,
+					 MD_MMU_READ | MD_MMU_WRITE, COLOR), 0);
+	md_mmu_unmap(mmu, b, p);
+	KUNIT_EXPECT_EQ(test, cp(mmu, b + 8, c, 8, pool, &fault), -EFAULT);
+	KUNIT_EXPECT_EQ(test, fault.va, b + 8);
+	KUNIT_EXPECT_EQ(test, fault.access, MD_MMU_WRITE);
+	KUNIT_EXPECT_EQ(test, fault.reason, MD_MMU_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, cp(mmu, c, b, 8, pool, &fault), -EFAULT);
+	KUNIT_EXPECT_EQ(test, fault.access, MD_MMU_READ);
+	KUNIT_EXPECT_EQ(test, fault.reason, MD_MMU_UNMAPPED);
+	/* Read-only, then another color. */
+	KUNIT_ASSERT_EQ(test, md_mmu_map(mmu, b, 3 * p, p, MD_MMU_READ,
+					 COLOR), 0);
+	KUNIT_EXPECT_EQ(test, cp(mmu, b, c, 8, pool, &fault), -EFAULT);
+	KUNIT_EXPECT_EQ(test, fault.reason, MD_MMU_PERM);
+	KUNIT_EXPECT_EQ(test, pool[3 * p], 4);
+	KUNIT_EXPECT_EQ(test, cp(mmu, c + 16, b + 16, 8, pool, &fault), 0);
+	KUNIT_EXPECT_EQ(test, pool[4 * p + 16], 4);
+	md_mmu_unmap(mmu, b, p);
+	KUNIT_ASSERT_EQ(test, md_mmu_map(mmu, b, 3 * p, p,
+					 MD_MMU_READ | MD_MMU_WRITE, COLOR + 1), 0);
+	KUNIT_EXPECT_EQ(test, cp(mmu, b, c, 8, pool, &fault), -EFAULT);
+	KUNIT_EXPECT_EQ(test, fault.reason, MD_MMU_COLOR);
+	KUNIT_EXPECT_EQ(test, cp(mmu, c, b, 8, pool, &fault), -EFAULT);
+	KUNIT_EXPECT_EQ(test, fault.reason, MD_MMU_COLOR);
+	KUNIT_EXPECT_EQ(test, pool[3 * p], 4);
+	KUNIT_EXPECT_EQ(test, pool[4 * p], 5);
+	md_mmu_unmap(mmu, a, p);
+	md_mmu_unmap(mmu, b, 2 * p);
+	done(test, mmu);
+}
+
+/* One one-page copy, or one unmap, in a thread of its own. */
+struct side_job {
+	struct md_mmu *mmu;
+	u8 *pool;
+	u64 dst, src;
+	int ret;
+	struct completion done;
+};
+
+static int copy_job(void *arg)
+{
+	struct side_job *j = arg;
+	struct md_mmu_fault_info fault;
+
+	j->ret = cp(j->mmu, j->dst, j->src, 64, j->pool, &fault);
+	complete(&j->done);
+	return 0;
+}
+
+static int unmap_job(void *arg)
+{
+	struct side_job *j = arg;
+
+	md_mmu_unmap(j->mmu, j->dst, PAGE_SIZE);
+	complete(&j->done);
+	return 0;
+}
+
+/*
+ * One-page copies and writers exclude each other without the lock (see
+ * copy_enter() in mmu.c), seen from outside: while a writer is at work
+ * (the lock held for writing, mmu->writing set, as table_write_lock() leaves
+ * them) a one-page copy waits and moves nothing; while a one-page copy
+ * counts itself on a CPU, an unmap waits. Each side is let go after 100
+ * ms and must then finish.
+ */
+static void copy_excludes_writers(struct kunit *test)
+{
+	struct md_mmu *mmu = new_mmu(test);
+	u64 p = PAGE_SIZE, va = SZ_1G;
+	struct md_mmu_fault_info fault;
+	struct task_struct *t;
+	struct side_job *j;
+	unsigned long left;
+	unsigned int *n;
+	u8 *pool;
+
+	j = kunit_kzalloc(test, sizeof(*j), GFP_KERNEL);
+	pool = kunit_kzalloc(test, 2 * p, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, j);
+	KUNIT_ASSERT_NOT_NULL(test, pool);
+	memset(pool, 1, p);
+	KUNIT_ASSERT_EQ(test, md_mmu_map(mmu, va, 0, 2 * p,
+					 MD_MMU_READ | MD_MMU_WRITE, COLOR), 0);
+	*j = (struct side_job){ .mmu = mmu, .pool = pool, .dst = va + p,
+				.src = va };
+	init_completion(&j->done);
+
+	down_write(&mmu->lock);
+	WRITE_ONCE(mmu->writing, 1);
+	t = kthread_run(copy_job, j, "md_mmu_test_copy");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	left = wait_for_completion_timeout(&j->done, msecs_to_jiffies(100));
+	KUNIT_EXPECT_EQ(test, left, 0ul);
+	KUNIT_EXPECT_EQ(test, pool[p], 0);
+	/* As table_write_unlock(): release, as mmu.c's readers acquire. */
+	smp_store_release(&mmu->writing, 0);
+	up_write(&mmu->lock);
+	if (!left)
+		wait_for_completion(&j->done);
+	KUNIT_EXPECT_EQ(test, j->ret, 0);
+	KUNIT_EXPECT_EQ(test, pool[p], 1);
+
+	/* A copy counted on the last possible CPU: the unmap waits for it. */
+	n = per_cpu_ptr(mmu->copiers, cpumask_last(cpu_possible_mask));
+	reinit_completion(&j->done);
+	/* As copy_enter() leaves it (the writer loads it with acquire). */
+	smp_store_release(n, 1);
+	t = kthread_run(unmap_job, j, "md_mmu_test_unmap");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	left = wait_for_completion_timeout(&j->done, msecs_to_jiffies(100));
+	KUNIT_EXPECT_EQ(test, left, 0ul);
+	/* As copy_exit() drops it. */
+	smp_store_release(n, 0);
+	if (!left)
+		wait_for_completion(&j->done);
+	memset(pool, 2, p);
+	KUNIT_EXPECT_EQ(test, cp(mmu, va + p, va, 64, pool, &fault), -EFAULT);
+	KUNIT_EXPECT_EQ(test, fault.reason, MD_MMU_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, pool[p], 1);
+	md_mmu_unmap(mmu, va, p);
 	done(test, mmu);
 }
 
@@ -454,10 +631,8 @@ static void ct_check(struct copy_test *ct, u64 dst, u64 src, u64 size,
 	for (i = 0; i < size; i++)
 		want[ct_off(ct, dst + i)] = ct->pool[ct_off(ct, src + i)];
 	ct->nr_calls = 0;
-	down_read(&ct->mmu->lock);
 	ct->bad_calls = 0;
 	ret = md_mmu_copy(ct->mmu, dst, src, size, ct_copy, ct, &fault);
-	up_read(&ct->mmu->lock);
 	runs = ct_joint_runs(ct, dst, src, size);
 	same = !memcmp(ct->pool, want, NP * PAGE_SIZE);
 	/* One call per joint run: no more (per page), no fewer. */
@@ -562,9 +737,7 @@ static void ct_fault(struct copy_test *ct, u64 dst, u64 src, u64 size,
 
 	memcpy(before, ct->pool, NP * PAGE_SIZE);
 	ct->nr_calls = 0;
-	down_read(&ct->mmu->lock);
 	ret = md_mmu_copy(ct->mmu, dst, src, size, ct_copy, ct, &fault);
-	up_read(&ct->mmu->lock);
 	same = !memcmp(ct->pool, before, NP * PAGE_SIZE);
 	if (ret != -EFAULT || fault.va != fva || fault.access != access ||
 	    fault.reason != reason || ct->nr_calls || !same)
@@ -695,10 +868,8 @@ static void copy_chunks_and_limits(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, md_mmu_map(ct->mmu, dst, SZ_64M, big,
 					 MD_MMU_WRITE, COLOR), 0);
 	/* One run each side: chunks of MD_MMU_COPY_CHUNK, in order. */
-	down_read(&ct->mmu->lock);
 	KUNIT_EXPECT_EQ(test, md_mmu_copy(ct->mmu, dst + 5, src + 3, big - 5,
 					  ct_copy, ct, &fault), 0);
-	up_read(&ct->mmu->lock);
 	KUNIT_ASSERT_EQ(test, ct->nr_calls, 3u);
 	KUNIT_EXPECT_EQ(test, ct->bad_calls, 0u);
 	for (i = 0; i < 3; i++) {
@@ -712,10 +883,8 @@ static void copy_chunks_and_limits(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, md_mmu_map(ct->mmu, dst + brk, SZ_128M,
 					 big - brk, MD_MMU_WRITE, COLOR), 0);
 	ct->nr_calls = 0;
-	down_read(&ct->mmu->lock);
 	KUNIT_EXPECT_EQ(test, md_mmu_copy(ct->mmu, dst, src, big, ct_copy, ct,
 					  &fault), 0);
-	up_read(&ct->mmu->lock);
 	KUNIT_ASSERT_EQ(test, ct->nr_calls, 3u);
 	KUNIT_EXPECT_EQ(test, ct->calls[0].len, chunk);
 	KUNIT_EXPECT_EQ(test, ct->calls[1].src, chunk);
@@ -735,7 +904,6 @@ static void copy_chunks_and_limits(struct kunit *test)
 					 MD_MMU_READ | MD_MMU_WRITE,
 					 COLOR), 0);
 	ct->nr_calls = 0;
-	down_read(&ct->mmu->lock);
 	KUNIT_EXPECT_EQ(test, md_mmu_copy(ct->mmu, 0, top - 10, 10, ct_copy,
 					  ct, &fault), 0);
 	KUNIT_EXPECT_EQ(test, md_mmu_copy(ct->mmu, 0, top - 10, 11, ct_copy,
@@ -749,7 +917,6 @@ static void copy_chunks_and_limits(struct kunit *test)
 	/* Zero bytes: nothing to check, nothing copied. */
 	KUNIT_EXPECT_EQ(test, md_mmu_copy(ct->mmu, 1ULL << 40, 1ULL << 40, 0,
 					  ct_copy, ct, &fault), 0);
-	up_read(&ct->mmu->lock);
 	KUNIT_EXPECT_EQ(test, ct->nr_calls, 1u);
 	KUNIT_EXPECT_EQ(test, ct->calls[0].src, 0ull + PAGE_SIZE - 10);
 	KUNIT_EXPECT_EQ(test, ct->calls[0].dst, (u64)PAGE_SIZE);
@@ -767,6 +934,8 @@ static struct kunit_case md_mmu_cases[] = {
 	KUNIT_CASE(large_mapping_and_checker),
 	KUNIT_CASE(translate_runs),
 	KUNIT_CASE(copy_engine),
+	KUNIT_CASE(copy_leaf_slots),
+	KUNIT_CASE(copy_excludes_writers),
 	KUNIT_CASE(copy_run_shapes),
 	KUNIT_CASE(copy_fault_at_every_page),
 	KUNIT_CASE(copy_chunks_and_limits),

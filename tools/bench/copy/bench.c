@@ -3,9 +3,9 @@
  * md_copy_bench: the isolation cost of metadef's copy engine. The engine
  * (md_mmu_copy(): translate both ranges run by run through a domain's
  * device page table, fail on any fault before a byte moves, then copy
- * joint run by joint run), with the table's read lock taken around each
- * copy as COPY takes it, against a raw memcpy() of the same bytes, in the
- * same kernel, alternating.
+ * joint run by joint run, excluding the table's writers as it does for
+ * COPY), against a raw memcpy() of the same bytes, in the same kernel,
+ * alternating.
  *
  * The "pool" is a vmalloc() area; a domain's table maps it read-write at
  * the device VA base, as ALLOC maps regions. Workloads, for each size:
@@ -96,13 +96,10 @@ static u64 run_engine(struct md_mmu *mmu, u64 dst, u64 src, u64 size, u64 n)
 	u64 t0, i;
 
 	t0 = ktime_get_ns();
-	for (i = 0; i < n; i++) {
-		down_read(&mmu->lock);
+	for (i = 0; i < n; i++)
 		if (md_mmu_copy(mmu, VA_BASE + dst, VA_BASE + src, size,
 				pool_memcpy, NULL, &fault))
 			pr_err("unexpected fault at %#llx\n", fault.va);
-		up_read(&mmu->lock);
-	}
 	return ktime_get_ns() - t0;
 }
 
