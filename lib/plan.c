@@ -121,14 +121,17 @@ struct pstate {
  * (an interval tree walks past many more nodes to reach them), and read
  * their ranges in sequence. Built the first time the gap tree gives up.
  *
- * The library has three segment trees on purpose, not one: this one is
- * static (every node's slots counted up front, a flat array per node,
- * filled once per pass, queried leaf to root for a stabbed instant); the
- * gap tree (gaptree.c) is dynamic, keeps per node the union of its
- * ranges as a treap of merged ranges with the largest gap, and answers a
- * window; the exact solver's (exact_bounds.c) holds one number per
- * section with range add and range max. They share the idea of covering
- * an interval with O(log n) nodes, not what a node holds nor the query.
+ * The library has four segment trees, not one: this one is static
+ * (every node's slots counted up front, a flat array per node, filled
+ * once per pass, queried leaf to root for a stabbed instant); the gap
+ * tree (gaptree.c) is dynamic, keeps per node the union of its ranges as
+ * a treap of merged ranges with the largest gap, and answers a window;
+ * the exact solver's (exact_bounds.c) holds one number per section with
+ * range add and range max; the improvement phase's (improve.c, struct
+ * loadmax) is a static range max over the bytes alive at each moment,
+ * built once per call. They share the idea of covering an interval with
+ * O(log n) nodes, not what a node holds nor the query; the last two both
+ * hold a maximum and could become one.
  */
 struct stab {
 	uint32_t nv;		/* distinct lower ends (leaves) */

@@ -181,18 +181,6 @@ static INLINE int hand_out(struct md_pool *pool, struct md_pool_block *b,
 }
 
 /*
- * Before this thread's first write to the word of a block another thread
- * owns (that one frees it without a compare-exchange, md_free()): take it
- * from its owner (pool_unown()) and read the word again. A handle whose
- * check passed on the word read before is checked again on this one.
- */
-static uint64_t take_from_owner(struct md_pool_block *b)
-{
-	pool_unown(b);
-	return atomic_load_explicit(w_word(&b->sync), memory_order_acquire);
-}
-
-/*
  * md_free()'s transition: ALLOCATED (no holder) or RELEASED -> RECYCLED in
  * one compare-exchange, only in the handle's generation.
  */
@@ -212,10 +200,8 @@ free_cas_slow(struct md_pool *pool, const struct md_buf *buf,
 				       MD_REUSE_RECYCLE, buf, b, w, -ESTALE);
 		nw = w_retire(w);
 		if (likely(nw)) {
-			if (unlikely(pool_owned_elsewhere(pool, b))) {
-				w = take_from_owner(b);
+			if (unlikely(pool_take_from_owner(pool, b, &w)))
 				continue;
-			}
 			if (cas_w(b, &w, nw))
 				return 0;
 			continue;
@@ -260,10 +246,8 @@ MD_API int md_buf_acquire(struct md_pool *pool, const struct md_buf *buf)
 		if (!nw)
 			return violate(pool, MD_POOL_BAD_TRANSITION,
 				       MD_REUSE_ACQUIRE, buf, b, w, -EINVAL);
-		if (unlikely(pool_owned_elsewhere(pool, b))) {
-			w = take_from_owner(b);
+		if (unlikely(pool_take_from_owner(pool, b, &w)))
 			continue;
-		}
 		if (cas_w(b, &w, nw))
 			return 0;
 	}
@@ -290,10 +274,8 @@ MD_API int md_buf_release(struct md_pool *pool, const struct md_buf *buf)
 		if (!nw)
 			return violate(pool, MD_POOL_BAD_TRANSITION,
 				       MD_REUSE_RELEASE, buf, b, w, -EINVAL);
-		if (unlikely(pool_owned_elsewhere(pool, b))) {
-			w = take_from_owner(b);
+		if (unlikely(pool_take_from_owner(pool, b, &w)))
 			continue;
-		}
 		if (cas_w(b, &w, nw))
 			return w_state(nw) == MD_BLOCK_RELEASED;
 	}

@@ -31,7 +31,8 @@ static pthread_once_t asym_once = PTHREAD_ONCE_INIT;
 static bool asym_ok;
 /* Ids of thread caches (struct tcache.tid), under the registry lock. */
 static uint32_t tid_next = BLK_FIRST_TID;
-static uint32_t *tid_free, tid_nfree, tid_cap;
+static uint32_t *tid_free;
+static size_t tid_nfree, tid_cap;
 static pthread_key_t tc_key;
 __thread struct tcache *pool_tls_last TLS_IE;
 static __thread struct tcache *tls_list TLS_IE;
@@ -166,7 +167,7 @@ void __attribute__((noinline)) pool_unown(struct md_pool_block *b)
  * from its owner: its owner is a cache, and not this thread's cache of
  * @pool (which may be stale: a moved epoch does not change the owner).
  */
-bool pool_owned_elsewhere(struct md_pool *pool, struct md_pool_block *b)
+static bool owned_elsewhere(struct md_pool *pool, struct md_pool_block *b)
 {
 	uint32_t t = atomic_load_explicit(&b->thread, memory_order_relaxed);
 	struct tcache *tc;
@@ -176,6 +177,23 @@ bool pool_owned_elsewhere(struct md_pool *pool, struct md_pool_block *b)
 	for (tc = tls_list; tc; tc = tc->tnext)
 		if (tc->pool_id == pool->id)
 			return tc->tid != t;
+	return true;
+}
+
+/*
+ * Before this thread writes @b's word, read as *@w: when another thread
+ * owns the block (it frees it without a compare-exchange, md_free()),
+ * take it from its owner (pool_unown()), read the word again into *@w and
+ * return true: the caller checks its handle against the new word. False:
+ * nothing to take, *@w stands.
+ */
+bool pool_take_from_owner(struct md_pool *pool, struct md_pool_block *b,
+			  uint64_t *w)
+{
+	if (likely(!owned_elsewhere(pool, b)))
+		return false;
+	pool_unown(b);
+	*w = atomic_load_explicit(w_word(&b->sync), memory_order_acquire);
 	return true;
 }
 
@@ -194,15 +212,12 @@ static uint32_t tid_get(void)
  */
 static void tid_put(uint32_t tid)
 {
-	if (tid_nfree == tid_cap) {
-		uint32_t cap = tid_cap ? 2 * tid_cap : 64;
-		uint32_t *n = realloc(tid_free, cap * sizeof(*n));
+	uint32_t *v = md_grow(tid_free, tid_nfree, &tid_cap,
+			      sizeof(*tid_free), 64);
 
-		if (!n)
-			return;
-		tid_free = n;
-		tid_cap = cap;
-	}
+	if (!v)
+		return;
+	tid_free = v;
 	tid_free[tid_nfree++] = tid;
 }
 

@@ -142,7 +142,8 @@ typedef int (*blk_fn)(void *arg, const struct blk_rec *r);
 
 #define SLAB_MIN	(64ull << 10)	/* smallest slab, slab-region granule */
 #define SLAB_UNIT_MIN	64ull		/* smallest class */
-#define MAX_CLASSES	96		/* md_pool_block.cls is a byte */
+#define MAX_CLASSES	96
+_Static_assert(MAX_CLASSES <= 256, "md_pool_block.cls is a byte");
 #define TCACHE_MAX	(64ull << 10)	/* classes above are not cached */
 #define TCACHE_BYTES	(256ull << 10)	/* bytes a full bin holds at most */
 
@@ -438,7 +439,8 @@ void pool_caches_detach(struct md_pool *pool);
 bool pool_asym_init(void);
 void pool_asym_barrier(void);
 void pool_unown(struct md_pool_block *b);
-bool pool_owned_elsewhere(struct md_pool *pool, struct md_pool_block *b);
+bool pool_take_from_owner(struct md_pool *pool, struct md_pool_block *b,
+			  uint64_t *w);
 /* This thread's cache last used (pool_core.c). */
 extern __thread struct tcache *pool_tls_last TLS_IE;
 
