@@ -1182,8 +1182,14 @@ static int op_gather(struct nx *x)
 		inner *= a->dim[i];
 	for (k = 0; k < outer; k++) {
 		for (j = 0; j < m; j++) {
-			int64_t q = id->iv ? id->iv[j] : (int64_t)id->fv[j], e;
+			double f = id->iv ? 0 : id->fv[j];
+			int64_t q, e;
 
+			if (!id->iv && !(f > -9.2e18 && f < 9.2e18)) {
+				ox_drop_value(o);
+				return fail(x, "index %g out of range", f);
+			}
+			q = id->iv ? id->iv[j] : (int64_t)f;
 			if (q < 0)
 				q += D;
 			if (q < 0 || q >= D) {
