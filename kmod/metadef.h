@@ -289,6 +289,7 @@ void md_import_undo(struct md_domain *dom, struct metadef_import *arg,
 int md_revoke(struct md_domain *dom, struct metadef_revoke *arg);
 u64 md_unimport(struct md_import *imp, u64 *dev_va);
 void md_share_domain_close(struct md_domain *dom);
+void md_share_region_freed(struct md_region *r);
 struct md_import *md_region_import_of(struct md_domain *dom,
 				      struct md_region *r);
 

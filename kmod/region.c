@@ -255,6 +255,7 @@ static u64 drop_handle_entry(void *entry, u64 *dev_va, unsigned int *mapped)
 		*mapped = atomic_read(&r->vmas);
 	WRITE_ONCE(r->handle, 0);
 	region_unmap_device(r);
+	md_share_region_freed(r);
 	md_region_put(r);
 	return size;
 }

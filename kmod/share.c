@@ -188,8 +188,15 @@ static int grant(struct md_domain *dom, struct metadef_grant *arg, u64 *size)
 	g->perm = share_perm(arg->flags);
 
 	mutex_lock(&mdev->share_lock);
-	/* A target that is closing takes no grants: none would be dropped. */
-	ret = target->share_closed ? -ENOENT : grant_room(dom);
+	/*
+	 * A target that is closing takes no grants: none would be dropped.
+	 * Nor does a region whose handle a racing FREE dropped: nobody
+	 * could revoke the grant any more (md_share_region_freed()).
+	 */
+	if (target->share_closed || !READ_ONCE(r->handle))
+		ret = -ENOENT;
+	else
+		ret = grant_room(dom);
 	if (!ret) {
 		do
 			g->token = get_random_u64();
@@ -378,7 +385,8 @@ void md_import_undo(struct md_domain *dom, struct metadef_import *arg,
 	trace_import_answer(dom, arg, imp, -EFAULT);
 	mutex_lock(&mdev->share_lock);
 	r = detach_import(imp);
-	if (r && !g->owner->share_closed)
+	/* Not for an owner that closed or dropped its handle meanwhile. */
+	if (r && !g->owner->share_closed && READ_ONCE(r->handle))
 		restored = grant_link(mdev, g);	/* the reference is its again */
 	mutex_unlock(&mdev->share_lock);
 	xa_erase(&dom->handles, arg->handle);
@@ -479,6 +487,32 @@ int md_revoke(struct md_domain *dom, struct metadef_revoke *arg)
 	trace_metadef_revoke(dom->id, arg->handle, arg->domain_id, n.size,
 			     n.imports, n.grants, ret, md_trace_since(t0));
 	return ret;
+}
+
+/*
+ * The owner dropped its handle of @r (FREE, or its domain closing): the
+ * grants of @r nobody took up go, since no REVOKE could reach them any
+ * more; they would keep the memory allocated and charged for as long as
+ * the owner's domain lives, and importable by a domain the owner is done
+ * with. Imports already taken up stay (README: an owner's FREE leaves
+ * importers their access). The caller has cleared r->handle before, so a
+ * racing GRANT either linked its grant first or sees the handle gone.
+ */
+void md_share_region_freed(struct md_region *r)
+{
+	struct md_device *mdev = r->mdev;
+	struct md_domain *dom = r->dom;
+	struct md_grant *g, *tmp;
+	LIST_HEAD(dead);
+
+	mutex_lock(&mdev->share_lock);
+	list_for_each_entry_safe(g, tmp, &dom->grants_out, owner_link)
+		if (g->r == r) {
+			grant_unlink(mdev, g);
+			list_add(&g->owner_link, &dead);
+		}
+	mutex_unlock(&mdev->share_lock);
+	grants_free(&dead);
 }
 
 /*

@@ -125,6 +125,8 @@ struct metadef_alloc {
  * @reserved: in: must be zero
  *
  * The memory goes back to the pool (scrubbed) once no mapping uses it.
+ * The owner's FREE also cancels the region's grants nobody took up yet
+ * (their tokens import nothing); imports already made keep their access.
  * ENOENT for a handle this domain does not have.
  */
 struct metadef_free {
@@ -208,7 +210,10 @@ struct metadef_grant {
  * @size: out: bytes
  * @reserved: in: must be zero
  *
- * ENOENT for a token that is unknown, used, or meant for another domain.
+ * ENOENT for a token that is unknown, used, meant for another domain, or
+ * cancelled (REVOKE, the owner's FREE, either side's close); EEXIST when
+ * this domain holds a live import of the region already (the grant stays
+ * pending).
  */
 struct metadef_import {
 	__u64 token;
