@@ -110,10 +110,14 @@ int md_region_create(struct md_domain *dom, struct metadef_alloc *arg,
 	r->size = arg->size;
 
 	/*
-	 * Charge first: over quota means nothing is allocated at all. More
-	 * than the pool holds is refused before it is charged.
+	 * Charge first: over quota means nothing is allocated at all. A
+	 * range that starts past the pool (malformed: EINVAL, whatever the
+	 * quota) and more than the pool holds are refused before that.
 	 */
-	if (arg->size > pool->buddy.size) {
+	if ((arg->flags & METADEF_ALLOC_RANGE) &&
+	    arg->range_start >= pool->buddy.size) {
+		ret = -EINVAL;
+	} else if (arg->size > pool->buddy.size) {
 		md_genl_alloc_refused(dom, pool, arg->size);
 		ret = -ENOMEM;
 	} else {
