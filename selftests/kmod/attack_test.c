@@ -44,6 +44,7 @@
 
 #include <linux/metadef.h>
 
+#include "md_genl.h"
 #include "md_ioctl.h"
 #include "md_touch.h"
 #include "kselftest_harness.h"
@@ -132,6 +133,33 @@ static int peek(volatile unsigned char *p)
 	return sig ? -sig : v;
 }
 
+/*
+ * The family's privileged commands and its events group: EPERM, the
+ * victim's quota untouched.
+ */
+static void unprivileged_genl(const struct victim *v)
+{
+	struct md_nl nl;
+	struct md_req r;
+	uint32_t grp;
+
+	need(md_nl_open(&nl) == 0);
+	md_req(&nl, &r, METADEF_CMD_QUOTA_SET, 0);
+	md_req_u32(&r, METADEF_A_DOMAIN_ID, v->dom);
+	md_req_u64(&r, METADEF_A_DOMAIN_QUOTA, 0);
+	need(md_nl_call(&nl, &r, NULL, NULL) == -EPERM);
+	md_req(&nl, &r, METADEF_CMD_LIMITS_SET, 0);
+	md_req_u32(&r, METADEF_A_LIMIT_USER_DOMAINS, 1);
+	need(md_nl_call(&nl, &r, NULL, NULL) == -EPERM);
+	md_req(&nl, &r, METADEF_CMD_REGION_GET, NLM_F_DUMP);
+	need(md_nl_call(&nl, &r, NULL, NULL) == -EPERM);
+	grp = nl.mcgrp;
+	need(grp != 0);
+	need(setsockopt(nl.fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &grp,
+			sizeof(grp)) == -1 && errno == EPERM);
+	md_nl_close(&nl);
+}
+
 static void unprivileged_ops(const struct victim *v, int in_userns)
 {
 	/* The victim's last region: a handle number nobody's own lacks. */
@@ -154,6 +182,7 @@ static void unprivileged_ops(const struct victim *v, int in_userns)
 	need(ioctl(fd, METADEF_IOC_SET_QUOTA, &q) == -1 && errno == EPERM);
 	q.domain_id = 0;
 	need(ioctl(fd, METADEF_IOC_SET_QUOTA, &q) == -1 && errno == EPERM);
+	unprivileged_genl(v);
 	if (in_userns)
 		return;
 
@@ -194,8 +223,15 @@ static void unprivileged_child(const struct victim *v)
 	/* Root of a user namespace of its own: still no CAP_SYS_ADMIN. */
 	pid = fork();
 	if (pid == 0) {
-		if (unshare(CLONE_NEWUSER))
-			_exit(0);	/* not allowed here: nothing to try */
+		if (unshare(CLONE_NEWUSER)) {
+			/* Not allowed here: nothing to try. */
+			printf("# no user namespace for nobody: %s\n",
+			       strerror(errno));
+			fflush(stdout);
+			_exit(0);
+		}
+		printf("# nobody as root of a user namespace\n");
+		fflush(stdout);
 		unprivileged_ops(v, 1);
 		_exit(0);
 	}
@@ -490,6 +526,15 @@ TEST(dmabuf_outlives_the_domain_and_the_parent)
 	EXPECT_EQ(FD_CLOEXEC, fcntl(buf, F_GETFD) & FD_CLOEXEC);
 	ASSERT_EQ(0, release(a, reg.handle));
 	close(a);
+	/* Private, longer than the region, or past it: refused. */
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE, buf, 0));
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, 2 * PAGE, PROT_READ, MAP_SHARED,
+				   buf, 0));
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, PAGE, PROT_READ, MAP_SHARED, buf,
+				   PAGE));
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, PAGE, PROT_READ, MAP_SHARED, buf,
+				   (off_t)((1ULL << 63) - PAGE)));
 	dp = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, buf, 0);
 	ASSERT_NE(MAP_FAILED, dp);
 	ASSERT_EQ(0, pipe(pipefd));
