@@ -401,6 +401,66 @@ TEST(grant_racing_free_leaves_no_grant)
 	EXPECT_EQ(0, leaks_after(_metadata));
 }
 
+/*
+ * Handle numbers are reused after FREE (the lowest free one): a reused
+ * number names the new object only. The importer's dropped import
+ * number, now its own region, is not touched by the owner's REVOKE; the
+ * owner's reused number revokes the new region's imports, not the old
+ * one's.
+ */
+TEST(reused_handles_name_the_new_object_only)
+{
+	struct metadef_alloc reg, reg2, mine;
+	struct metadef_import im, im2;
+	int a = open_dev(), b = open_dev();
+	unsigned char *bp, *old;
+	uint64_t tok;
+
+	ASSERT_LE(0, a);
+	ASSERT_LE(0, b);
+	ASSERT_EQ(0, alloc(a, PAGE, &reg));
+	ASSERT_EQ(0, grant_to(a, reg.handle, b, METADEF_SHARE_READ, &tok));
+	ASSERT_EQ(0, share_import(b, tok, &im));
+	ASSERT_EQ(0, release(b, im.handle));
+	/* The importer's number comes back as its own region. */
+	ASSERT_EQ(0, alloc(b, PAGE, &mine));
+	ASSERT_EQ(im.handle, mine.handle);
+	bp = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, b,
+		  mine.mmap_offset);
+	ASSERT_NE(MAP_FAILED, bp);
+	bp[0] = 0x42;
+	EXPECT_EQ(0, share_revoke(a, reg.handle, domain_of(b)));
+	EXPECT_EQ(0, share_revoke(a, reg.handle, 0));
+	EXPECT_EQ(0x42, bp[0]);
+	EXPECT_EQ(0, copy(b, mine.dev_va + 1, mine.dev_va, 1));
+	EXPECT_EQ(0x42, bp[1]);
+
+	/* The owner's number comes back as another region. */
+	ASSERT_EQ(0, grant_to(a, reg.handle, b, METADEF_SHARE_READ, &tok));
+	ASSERT_EQ(0, share_import(b, tok, &im));
+	old = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, b, im.mmap_offset);
+	ASSERT_NE(MAP_FAILED, old);
+	ASSERT_EQ(0, release(a, reg.handle));
+	ASSERT_EQ(0, alloc(a, PAGE, &reg2));
+	ASSERT_EQ(reg.handle, reg2.handle);
+	ASSERT_EQ(0, grant_to(a, reg2.handle, b, METADEF_SHARE_READ, &tok));
+	ASSERT_EQ(0, share_import(b, tok, &im2));
+	/* Revoking by the reused number takes the new import only. */
+	EXPECT_EQ(0, share_revoke(a, reg2.handle, 0));
+	EXPECT_EQ(-EFAULT, copy(b, mine.dev_va, im2.dev_va, 1));
+	EXPECT_EQ(0, copy(b, mine.dev_va, im.dev_va, 1));
+	EXPECT_EQ(0, old[0]);
+	munmap(old, PAGE);
+	munmap(bp, PAGE);
+	EXPECT_EQ(0, release(b, im.handle));
+	EXPECT_EQ(0, release(b, im2.handle));
+	EXPECT_EQ(0, release(b, mine.handle));
+	EXPECT_EQ(0, release(a, reg2.handle));
+	close(a);
+	close(b);
+	EXPECT_EQ(0, leaks_after(_metadata));
+}
+
 /* ------------------------------------------- stale mappings */
 
 /*
