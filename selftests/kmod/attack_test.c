@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include <linux/metadef.h>
+#include <linux/userfaultfd.h>
 
 #include "md_genl.h"
 #include "md_ioctl.h"
@@ -397,6 +398,115 @@ TEST(grant_racing_free_leaves_no_grant)
 	EXPECT_EQ(0, bad);
 	EXPECT_EQ(0, left);
 	close(g.a);
+	close(b);
+	EXPECT_EQ(0, leaks_after(_metadata));
+}
+
+/*
+ * An IMPORT whose answer cannot be copied out gives its grant back. The
+ * answer goes to a page that userfaultfd write-protects, so the IMPORT
+ * stops in its copy-out with the import made; meanwhile the owner FREEs
+ * the region, then the page is unmapped and the fault woken, and the
+ * copy-out fails. The grant must not come back for a region nobody can
+ * revoke any more: the token imports nothing, the memory is free.
+ */
+struct iu_call {
+	int fd;
+	void *arg;
+	int ret;
+};
+
+static void *iu_importer(void *arg)
+{
+	struct iu_call *c = arg;
+
+	c->ret = ioctl(c->fd, METADEF_IOC_IMPORT, c->arg) ? -errno : 0;
+	return NULL;
+}
+
+static int uffd_wp_open(void)
+{
+	struct uffdio_api api = {
+		.api = UFFD_API,
+		.features = UFFD_FEATURE_PAGEFAULT_FLAG_WP,
+	};
+	int fd = syscall(SYS_userfaultfd, O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	if (ioctl(fd, UFFDIO_API, &api) ||
+	    !(api.features & UFFD_FEATURE_PAGEFAULT_FLAG_WP)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+TEST(import_undo_after_free_gives_no_grant_back)
+{
+	struct uffdio_writeprotect wp;
+	struct uffdio_register reg_wp;
+	struct uffdio_range range;
+	struct metadef_import im;
+	struct metadef_alloc reg;
+	struct uffd_msg msg;
+	struct iu_call c;
+	uint64_t free0, tok;
+	int a, b, uffd;
+	char *pages;
+	pthread_t t;
+
+	uffd = uffd_wp_open();
+	if (uffd < 0)
+		SKIP(return, "no userfaultfd write-protection here");
+	a = open_dev();
+	b = open_dev();
+	ASSERT_LE(0, a);
+	ASSERT_LE(0, b);
+	free0 = info_of(a).pool_free;
+	ASSERT_EQ(0, alloc(a, PAGE, &reg));
+	ASSERT_EQ(0, grant_to(a, reg.handle, b, METADEF_SHARE_READ, &tok));
+
+	/* The argument straddles two pages; the second is write-protected. */
+	pages = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, pages);
+	memset(pages, 0, 2 * PAGE);
+	c.arg = pages + PAGE - 16;
+	memset(&im, 0, sizeof(im));
+	im.token = tok;
+	memcpy(c.arg, &im, sizeof(im));
+	memset(&reg_wp, 0, sizeof(reg_wp));
+	reg_wp.range.start = (uintptr_t)pages + PAGE;
+	reg_wp.range.len = PAGE;
+	reg_wp.mode = UFFDIO_REGISTER_MODE_WP;
+	if (ioctl(uffd, UFFDIO_REGISTER, &reg_wp))
+		SKIP(return, "cannot register for write-protection: %s",
+		     strerror(errno));
+	memset(&wp, 0, sizeof(wp));
+	wp.range = reg_wp.range;
+	wp.mode = UFFDIO_WRITEPROTECT_MODE_WP;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_WRITEPROTECT, &wp));
+
+	c.fd = b;
+	c.ret = 1;
+	ASSERT_EQ(0, pthread_create(&t, NULL, iu_importer, &c));
+	/* The IMPORT is made and stuck in its copy-out. */
+	ASSERT_EQ(sizeof(msg), read(uffd, &msg, sizeof(msg)));
+	ASSERT_EQ(UFFD_EVENT_PAGEFAULT, msg.event);
+	EXPECT_EQ(0, release(a, reg.handle));
+	/* Its answer's page goes; the woken fault fails the copy-out. */
+	ASSERT_EQ(0, munmap(pages + PAGE, PAGE));
+	range = reg_wp.range;
+	ioctl(uffd, UFFDIO_WAKE, &range);
+	pthread_join(t, NULL);
+	EXPECT_EQ(-EFAULT, c.ret);
+
+	EXPECT_EQ(-ENOENT, share_import(b, tok, &im));
+	EXPECT_EQ(free0, info_of(a).pool_free);
+	munmap(pages, PAGE);
+	close(uffd);
+	close(a);
 	close(b);
 	EXPECT_EQ(0, leaks_after(_metadata));
 }
