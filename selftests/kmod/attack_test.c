@@ -349,6 +349,76 @@ static void *gf_granter(void *arg)
 	return NULL;
 }
 
+/* Read or write a module parameter; 0 or -errno. */
+static int param_rw(const char *name, char *val, size_t len, int set)
+{
+	char path[128];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/module/metadef/parameters/%s",
+		 name);
+	fd = open(path, set ? O_WRONLY : O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	n = set ? write(fd, val, strlen(val)) : read(fd, val, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	if (!set)
+		val[n] = 0;
+	return 0;
+}
+
+/*
+ * A GRANT whose answer (the token) cannot be copied out fails with
+ * EFAULT and leaves no grant behind: with room for one pending grant,
+ * the next GRANT still gets it, and the region is not held.
+ */
+TEST(grant_answer_not_writable_leaves_no_grant)
+{
+	struct metadef_grant g, *ro;
+	struct metadef_import im;
+	struct metadef_alloc reg;
+	char old[32];
+	int a = open_dev(), b = open_dev();
+	uint64_t tok, tok2, free0;
+
+	ASSERT_LE(0, a);
+	ASSERT_LE(0, b);
+	ASSERT_EQ(0, param_rw("max_domain_grants", old, sizeof(old), 0));
+	ASSERT_EQ(0, param_rw("max_domain_grants", "1", 0, 1));
+	free0 = info_of(a).pool_free;
+	ASSERT_EQ(0, alloc(a, PAGE, &reg));
+	ro = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ro);
+	memset(&g, 0, sizeof(g));
+	g.handle = reg.handle;
+	g.domain_id = domain_of(b);
+	g.flags = METADEF_SHARE_READ;
+	memcpy(ro, &g, sizeof(g));
+	ASSERT_EQ(0, mprotect(ro, PAGE, PROT_READ));
+	errno = 0;
+	EXPECT_EQ(-1, ioctl(a, METADEF_IOC_GRANT, ro));
+	EXPECT_EQ(EFAULT, errno);
+	/* The one pending grant allowed is still to be had. */
+	EXPECT_EQ(0, grant_to(a, reg.handle, b, METADEF_SHARE_READ, &tok));
+	EXPECT_EQ(-ENOSPC, grant_to(a, reg.handle, b, METADEF_SHARE_READ,
+				    &tok2));
+	param_rw("max_domain_grants", old, 0, 1);
+	EXPECT_EQ(0, share_import(b, tok, &im));
+	EXPECT_EQ(0, release(b, im.handle));
+	/* Nothing else holds the region: FREE gives its memory back. */
+	EXPECT_EQ(0, share_revoke(a, reg.handle, 0));
+	EXPECT_EQ(0, release(a, reg.handle));
+	EXPECT_EQ(free0, info_of(a).pool_free);
+	munmap(ro, PAGE);
+	close(a);
+	close(b);
+	EXPECT_EQ(0, leaks_after(_metadata));
+}
+
 /* GRANT and FREE of one handle at once: never a grant left behind. */
 TEST(grant_racing_free_leaves_no_grant)
 {
