@@ -174,6 +174,12 @@ static int md_ioctl_grant(struct md_domain *dom, void *data,
 	return md_grant(dom, arg);
 }
 
+/* The granter never learnt its token: no grant stays behind. */
+static void md_ioctl_grant_undo(struct md_domain *dom, void *data, void *priv)
+{
+	md_grant_undo(dom, data);
+}
+
 static int md_ioctl_import(struct md_domain *dom, void *data,
 			   void **priv)
 {
@@ -275,6 +281,7 @@ static const struct md_ioctl_desc md_ioctls[] = {
 		.name = "GRANT",
 		.min_size = sizeof(struct metadef_grant),
 		.handler = md_ioctl_grant,
+		.undo = md_ioctl_grant_undo,
 		.write = true,
 	},
 	{

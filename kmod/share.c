@@ -228,6 +228,29 @@ int md_grant(struct md_domain *dom, struct metadef_grant *arg)
 	return ret;
 }
 
+/*
+ * The granter could not be told its token (the copy-out failed): nobody
+ * can import with it, so the grant goes again. A REVOKE by another thread
+ * of the owner may have taken it already.
+ */
+void md_grant_undo(struct md_domain *dom, struct metadef_grant *arg)
+{
+	struct md_device *mdev = dom->dev;
+	struct md_grant *g;
+
+	mutex_lock(&mdev->share_lock);
+	g = grant_find(mdev, arg->token);
+	if (g && g->owner == dom)
+		grant_unlink(mdev, g);
+	else
+		g = NULL;
+	mutex_unlock(&mdev->share_lock);
+	if (g) {
+		md_region_put(g->r);
+		kfree(g);
+	}
+}
+
 /* IMPORT, see md_import(); *@owner and *@owner_handle: the grant's. */
 static int import(struct md_domain *dom, struct metadef_import *arg,
 		  struct md_import **priv, u32 *owner, u32 *owner_handle)
