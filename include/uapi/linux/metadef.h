@@ -190,6 +190,8 @@ struct metadef_copy {
  * @pad: in: must be zero
  * @token: out: pass to METADEF_IOC_IMPORT in @domain_id; single use
  * @reserved: in: must be zero
+ *
+ * EFAULT when the token cannot be written back; no grant is left then.
  */
 struct metadef_grant {
 	__u32 handle;
