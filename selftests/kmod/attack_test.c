@@ -289,6 +289,44 @@ TEST(unprivileged_against_everything)
 	EXPECT_EQ(0, leaks_after(_metadata));
 }
 
+/*
+ * A debugfs "mmu/<id>" file opened (and half read) while its domain was
+ * open, read on after the domain closed and was freed: an error or the
+ * end of the file, never the freed domain's memory (the debug tier's
+ * KASAN would see that).
+ */
+TEST(debugfs_mmu_file_read_after_its_domain_closed)
+{
+	struct metadef_alloc reg[40];
+	char path[96], buf[64];
+	int fd = open_dev(), dbg;
+	ssize_t n;
+
+	ASSERT_LE(0, fd);
+	/* Enough runs for more than one read of the dump. */
+	for (int i = 0; i < 40; i++) {
+		ASSERT_EQ(0, alloc(fd, PAGE, &reg[i]));
+		if (i & 1)
+			ASSERT_EQ(0, release(fd, reg[i - 1].handle));
+	}
+	snprintf(path, sizeof(path), "/sys/kernel/debug/metadef/mmu/%u",
+		 domain_of(fd));
+	dbg = open(path, O_RDONLY | O_CLOEXEC);
+	if (dbg < 0)
+		SKIP(return, "no %s: %s", path, strerror(errno));
+	ASSERT_EQ((ssize_t)sizeof(buf), read(dbg, buf, sizeof(buf)));
+	close(fd);
+	EXPECT_EQ(0, leaks_after(_metadata));
+	for (int i = 0; i < 100; i++) {
+		n = read(dbg, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+	}
+	EXPECT_GE(0, n);
+	EXPECT_EQ(-1, access(path, F_OK));
+	close(dbg);
+}
+
 /* ------------------------------------------------- stale grants */
 
 /*
