@@ -5,19 +5,24 @@
  *
  *  - an unprivileged user (nobody, and nobody as root of its own user
  *    namespace) against every ioctl, another domain's handles, device
- *    VAs and mmap offsets (also through remap_file_pages(2)), and
- *    debugfs;
+ *    VAs and mmap offsets (also through remap_file_pages(2)), debugfs,
+ *    and the netlink family's privileged commands and events group;
  *  - stale state: a pending grant after its owner's FREE (and after the
- *    handle number is reused), a revoked import's mapping read and
- *    written by the kernel (write(2)/read(2) through it, /proc/self/mem,
- *    process_vm_readv) and by a forked child, memory under a stale
- *    mapping never handed out again, a dma-buf kept after everything
- *    else is gone;
+ *    handle number is reused), reused handle numbers in general, a
+ *    revoked import's mapping read and written by the kernel (write(2)
+ *    and read(2) through it, /proc/self/mem, process_vm_readv) and by a
+ *    forked child, memory under a stale mapping never handed out again,
+ *    a dma-buf kept after everything else is gone, a debugfs dump read
+ *    on after its domain is freed;
  *  - numeric edges: sizes, alignments, ranges, device VAs and mmap
  *    offsets near 2^64, lengths that are not page multiples, every
  *    unknown flag bit, pad and reserved word of every command, user
  *    pointers that are NULL, kernel addresses or unmapped; none of the
- *    refused calls may change anything;
+ *    refused calls may change anything, a malformed one is EINVAL even at
+ *    the domain's quota;
+ *  - answers that cannot be copied out: a GRANT's token, an EXPORT with
+ *    no free descriptor, an IMPORT held in its copy-out by userfaultfd
+ *    while the owner FREEs;
  *  - races: GRANT against FREE of the same handle, two FREEs of one
  *    handle, ioctls against close(2) of their descriptor, GRANTs against
  *    the target domain closing, munmap/mremap against faults.
