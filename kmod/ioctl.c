@@ -171,13 +171,19 @@ static int md_ioctl_grant(struct md_domain *dom, void *data,
 	if (arg->pad || !reserved_clear(arg))
 		return -EINVAL;
 	arg->token = 0;
-	return md_grant(dom, arg);
+	return md_grant(dom, arg, priv);
 }
 
 /* The granter never learnt its token: no grant stays behind. */
 static void md_ioctl_grant_undo(struct md_domain *dom, void *data, void *priv)
 {
-	md_grant_undo(dom, data);
+	md_grant_undo(dom, data, priv);
+}
+
+static void md_ioctl_grant_commit(struct md_domain *dom, void *data,
+				  void *priv)
+{
+	md_grant_commit(dom, data, priv);
 }
 
 static int md_ioctl_import(struct md_domain *dom, void *data,
@@ -282,6 +288,7 @@ static const struct md_ioctl_desc md_ioctls[] = {
 		.min_size = sizeof(struct metadef_grant),
 		.handler = md_ioctl_grant,
 		.undo = md_ioctl_grant_undo,
+		.commit = md_ioctl_grant_commit,
 		.write = true,
 	},
 	{

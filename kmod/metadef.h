@@ -279,8 +279,11 @@ static inline u32 md_access_flags(u32 perm)
 }
 
 /* share.c */
-int md_grant(struct md_domain *dom, struct metadef_grant *arg);
-void md_grant_undo(struct md_domain *dom, struct metadef_grant *arg);
+int md_grant(struct md_domain *dom, struct metadef_grant *arg, void **priv);
+void md_grant_commit(struct md_domain *dom, struct metadef_grant *arg,
+		     void *priv);
+void md_grant_undo(struct md_domain *dom, struct metadef_grant *arg,
+		   void *priv);
 int md_import(struct md_domain *dom, struct metadef_import *arg,
 	      void **priv);
 void md_import_commit(struct md_domain *dom, struct metadef_import *arg,

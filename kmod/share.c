@@ -154,8 +154,12 @@ static int grant_room(struct md_domain *dom)
 	return 0;
 }
 
-/* GRANT; *@size: the region's bytes, once it is found. */
-static int grant(struct md_domain *dom, struct metadef_grant *arg, u64 *size)
+/*
+ * GRANT; *@size: the region's bytes, once it is found; *@held: on success,
+ * the region with a reference of the caller's (for the trace, md_grant()).
+ */
+static int grant(struct md_domain *dom, struct metadef_grant *arg, u64 *size,
+		 struct md_region **held)
 {
 	struct md_device *mdev = dom->dev;
 	struct md_domain *target;
@@ -208,6 +212,9 @@ static int grant(struct md_domain *dom, struct metadef_grant *arg, u64 *size)
 	if (ret) {
 		kfree(g);
 		md_region_put(r);
+	} else {
+		kref_get(&r->ref);	/* the grant may go before the trace */
+		*held = r;
 	}
 	return ret;
 
@@ -218,14 +225,34 @@ out_region:
 	return ret;
 }
 
-int md_grant(struct md_domain *dom, struct metadef_grant *arg)
+/*
+ * GRANT. A refusal is traced here; a success once the caller has its token
+ * (md_grant_commit()), or as the -EFAULT the caller gets when it could not
+ * be told (md_grant_undo()). *@priv: the region, referenced, for either.
+ */
+int md_grant(struct md_domain *dom, struct metadef_grant *arg, void **priv)
 {
+	struct md_region *r = NULL;
 	u64 size = 0;
-	int ret = grant(dom, arg, &size);
+	int ret = grant(dom, arg, &size, &r);
 
-	trace_metadef_grant(dom->id, arg->domain_id, arg->handle, size,
-			    arg->flags, ret);
+	if (ret)
+		trace_metadef_grant(dom->id, arg->domain_id, arg->handle, size,
+				    arg->flags, ret);
+	else
+		*priv = r;
 	return ret;
+}
+
+/* The granter has its token. */
+void md_grant_commit(struct md_domain *dom, struct metadef_grant *arg,
+		     void *priv)
+{
+	struct md_region *r = priv;
+
+	trace_metadef_grant(dom->id, arg->domain_id, arg->handle,
+			    r->alloc.size, arg->flags, 0);
+	md_region_put(r);
 }
 
 /*
@@ -233,11 +260,16 @@ int md_grant(struct md_domain *dom, struct metadef_grant *arg)
  * can import with it, so the grant goes again. A REVOKE by another thread
  * of the owner may have taken it already.
  */
-void md_grant_undo(struct md_domain *dom, struct metadef_grant *arg)
+void md_grant_undo(struct md_domain *dom, struct metadef_grant *arg,
+		   void *priv)
 {
 	struct md_device *mdev = dom->dev;
+	struct md_region *r = priv;
 	struct md_grant *g;
 
+	trace_metadef_grant(dom->id, arg->domain_id, arg->handle,
+			    r->alloc.size, arg->flags, -EFAULT);
+	md_region_put(r);
 	mutex_lock(&mdev->share_lock);
 	g = grant_find(mdev, arg->token);
 	if (g && g->owner == dom)

@@ -432,6 +432,7 @@ TEST_F(trace, undone_alloc_and_free_at_close)
 	struct evs *evs = &self->evs;
 	struct metadef_import *rim, im;
 	struct metadef_alloc held, *ro;
+	struct metadef_grant *rg;
 	unsigned int a_id, c_id;
 	uint64_t free0, tok;
 	char want[256];
@@ -457,8 +458,21 @@ TEST_F(trace, undone_alloc_and_free_at_close)
 	EXPECT_EQ(free0, info_of(a).pool_free);	/* nothing stayed behind */
 	munmap(ro, 4096);
 
-	/* The same for an IMPORT: undone, and the grant can be taken again. */
+	/* The same for a GRANT: undone, traced as the -EFAULT it was. */
 	ASSERT_EQ(0, alloc(c, 8192, &held));
+	rg = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, rg);
+	memset(rg, 0, sizeof(*rg));
+	rg->handle = held.handle;
+	rg->domain_id = a_id;
+	rg->flags = METADEF_SHARE_READ | METADEF_SHARE_WRITE;
+	ASSERT_EQ(0, mprotect(rg, 4096, PROT_READ));
+	EXPECT_EQ(-1, ioctl(c, METADEF_IOC_GRANT, rg));
+	EXPECT_EQ(EFAULT, errno);
+	munmap(rg, 4096);
+
+	/* The same for an IMPORT: undone, and the grant can be taken again. */
 	ASSERT_EQ(0, share_grant(c, held.handle, a_id, METADEF_SHARE_READ,
 				 &tok));
 	rim = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
@@ -488,6 +502,16 @@ TEST_F(trace, undone_alloc_and_free_at_close)
 	snprintf(want, sizeof(want), "domain=%u handle=%u size=8192 ret=0",
 		 c_id, held.handle);
 	EXPECT_LE(0, find_ev(evs, 0, "metadef_alloc", want));
+	snprintf(want, sizeof(want),
+		 "domain=%u target=%u handle=%u size=8192 access=rw ret=%d",
+		 c_id, a_id, held.handle, -EFAULT);
+	EXPECT_LE(0, find_ev(evs, 0, "metadef_grant", want))
+		TH_LOG("no undone metadef_grant: %s", want);
+	snprintf(want, sizeof(want),
+		 "domain=%u target=%u handle=%u size=8192 access=rw ret=0",
+		 c_id, a_id, held.handle);
+	EXPECT_EQ(-1, find_ev(evs, 0, "metadef_grant", want))
+		TH_LOG("the undone GRANT was traced as a success");
 	snprintf(want, sizeof(want),
 		 "domain=%u owner=%u owner_handle=%u size=8192 access=r- ret=%d",
 		 a_id, c_id, held.handle, -EFAULT);
