@@ -263,8 +263,7 @@ static int md_dmabuf_mmap(struct dma_buf *dmabuf, struct vm_area_struct *vma)
 	struct md_dmabuf *p = dmabuf->priv;
 
 	/* Our address_space, so that zapping the device's memory reaches it. */
-	md_vma_set_file(vma, p->mapping);
-	return md_mmap_region(p->r, vma);
+	return md_mmap_region(p->r, vma, p->mapping);
 }
 
 static void md_dmabuf_release(struct dma_buf *dmabuf)

@@ -337,7 +337,8 @@ void md_fault_record(struct md_domain *dom, u64 va, unsigned int access,
 
 /* mmap.c */
 int md_mmap(struct file *file, struct vm_area_struct *vma);
-int md_mmap_region(struct md_region *r, struct vm_area_struct *vma);
+int md_mmap_region(struct md_region *r, struct vm_area_struct *vma,
+		   struct file *mapping);
 
 /* dmabuf.c */
 int md_dmabuf_export(struct md_domain *dom, struct metadef_export *arg,

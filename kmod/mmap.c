@@ -289,13 +289,17 @@ int md_mmap(struct file *file, struct vm_area_struct *vma)
  * md_mmap_region() - map @r for a dma-buf's mmap
  * @r: the region (the caller keeps its own reference)
  * @vma: the new mapping; vm_pgoff is relative to the region
+ * @mapping: a file whose mapping is the device's shared address_space
  *
- * The caller has already put a file on @vma whose mapping is the device's
- * shared address_space (see md_dmabuf_mmap()), so that md_pool_kill()'s
- * zap reaches this mapping as well. Permissions were checked against the
- * dma-buf's file by mmap(2).
+ * @mapping replaces the dma-buf's file on @vma, so that md_pool_kill()'s
+ * zap reaches this mapping as well; only once nothing can fail: before
+ * 5.11, mmap_region()'s error path puts the file it was called with, not
+ * the vma's, so a refusal after the swap put the dma-buf's file twice (its
+ * count reached 0 while it was still in the caller's descriptor table).
+ * Permissions were checked against the dma-buf's file by mmap(2).
  */
-int md_mmap_region(struct md_region *r, struct vm_area_struct *vma)
+int md_mmap_region(struct md_region *r, struct vm_area_struct *vma,
+		   struct file *mapping)
 {
 	int ret;
 
@@ -305,6 +309,7 @@ int md_mmap_region(struct md_region *r, struct vm_area_struct *vma)
 	ret = check_vma(r, vma);
 	if (ret)
 		return ret;
+	md_vma_set_file(vma, mapping);
 	kref_get(&r->ref);
 	setup_vma(r, vma, &md_dmabuf_vm_ops, r);
 	return 0;
