@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,15 @@ static double vd(const struct ox_tensor *t, size_t k)
 	return t->fv ? t->fv[k] : (double)t->iv[k];
 }
 
+/*
+ * May @d be cast to int64_t? NaN, the infinities and anything past about
+ * 2^63 may not: the cast would be undefined.
+ */
+static bool fits_i64(double d)
+{
+	return d >= -9.2e18 && d <= 9.2e18;
+}
+
 /* Elements of @t, or -1 past 2^63. */
 static int64_t numel(const struct ox_tensor *t)
 {
@@ -169,7 +179,7 @@ static void put(struct ox_tensor *o, size_t k, double d, int64_t i, int isf)
 	if (o->fv)
 		o->fv[k] = isf ? d : (double)i;
 	else if (isf)
-		o->iv[k] = d >= -9.2e18 && d <= 9.2e18 ? (int64_t)d : 0;
+		o->iv[k] = fits_i64(d) ? (int64_t)d : 0;
 	else
 		o->iv[k] = i;
 }
@@ -192,7 +202,7 @@ static int ints_of(const struct ox_tensor *t, int64_t *v, size_t max)
 	for (i = 0; i < (size_t)n; i++) {
 		double d = vd(t, i);
 
-		if (t->fv && !(d >= -9.2e18 && d <= 9.2e18))
+		if (t->fv && !fits_i64(d))
 			return -1;
 		v[i] = t->fv ? (int64_t)d : t->iv[i];
 	}
@@ -362,7 +372,7 @@ static int op_cast(struct nx *x)
 			o->iv[k] = d != 0;
 		else if (a->iv)
 			o->iv[k] = a->iv[k];
-		else if (d >= -9.2e18 && d <= 9.2e18)
+		else if (fits_i64(d))
 			o->iv[k] = (int64_t)d;	/* truncation, as C casts */
 		else
 			ox_drop_value(o);
@@ -1182,14 +1192,16 @@ static int op_gather(struct nx *x)
 		inner *= a->dim[i];
 	for (k = 0; k < outer; k++) {
 		for (j = 0; j < m; j++) {
-			double f = id->iv ? 0 : id->fv[j];
 			int64_t q, e;
 
-			if (!id->iv && !(f > -9.2e18 && f < 9.2e18)) {
+			if (id->iv) {
+				q = id->iv[j];
+			} else if (fits_i64(id->fv[j])) {
+				q = (int64_t)id->fv[j];
+			} else {
 				ox_drop_value(o);
-				return fail(x, "index %g out of range", f);
+				return fail(x, "index %g out of range", id->fv[j]);
 			}
-			q = id->iv ? id->iv[j] : (int64_t)f;
 			if (q < 0)
 				q += D;
 			if (q < 0 || q >= D) {
